@@ -1,0 +1,27 @@
+"""``chatmon eval BENCH PATH``: a detector's quality on a public labelled set.
+
+One entry per benchmark: name -> "module:function". The function takes the set's folder and the
+settings and returns an ``EvalResult``. Thresholds come from the shipped configuration, never from
+the data being evaluated.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from pipeline.eval.core import EvalResult
+from pipeline.settings import Settings
+
+BENCHES: dict[str, str] = {
+    "presidio-synth": "pipeline.eval.presidio_synth:evaluate",
+}
+
+
+def run_benchmark(name: str, path: Path, settings: Settings) -> EvalResult:
+    try:
+        target = BENCHES[name]
+    except KeyError:
+        raise KeyError(f"unknown benchmark {name!r}; known: {', '.join(sorted(BENCHES))}") from None
+    module_name, _, func = target.partition(":")
+    return getattr(importlib.import_module(module_name), func)(path, settings)

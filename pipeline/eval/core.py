@@ -1,0 +1,74 @@
+"""Shared pieces of the evaluation harness: the result type, metrics, and scoring texts through
+a registered detector exactly as the pipeline does (shared features, batches)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.errors import EvalDataError
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    benchmark: str
+    detector: str
+    n: int
+    metrics: dict[str, float]
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "benchmark": self.benchmark,
+            "detector": self.detector,
+            "n": self.n,
+            "metrics": {k: _round(v) for k, v in self.metrics.items()},
+        }
+        if self.detail:
+            out["detail"] = self.detail
+        return out
+
+
+def _round(v: float) -> float | None:
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), 4)
+
+
+def require(path: Path, *names: str) -> list[Path]:
+    """The named files inside ``path``, or an EvalDataError naming what is missing."""
+    files = [path / n for n in names]
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        raise EvalDataError(f"{path}: missing {', '.join(missing)}")
+    return files
+
+
+def auroc(labels: Sequence[int], scores: Sequence[float]) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    y = np.asarray(labels)
+    if y.min() == y.max():
+        return float("nan")
+    return float(roc_auc_score(y, np.asarray(scores, dtype=float)))
+
+
+def auprc(labels: Sequence[int], scores: Sequence[float]) -> float:
+    from sklearn.metrics import average_precision_score
+
+    return float(average_precision_score(np.asarray(labels), np.asarray(scores, dtype=float)))
+
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float:
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(a, b).statistic)
+
+
+def macro_f1(y_true: Sequence[int], y_pred: Sequence[int]) -> float:
+    from sklearn.metrics import f1_score
+
+    return float(f1_score(y_true, y_pred, average="macro"))

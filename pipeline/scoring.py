@@ -1,0 +1,176 @@
+"""Calling detectors: shared features once per batch, each detector on the turns of its roles,
+shape checks, and per-detector failure isolation. Used by the embedded runner, the faust agents
+and ``chatmon eval`` alike."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from detectors import registry
+from detectors.base import Context, Detector, Finding, ScoringInput
+from detectors.features import (
+    EMBEDDING,
+    PROMPT_EMBEDDING,
+    SENTENCE_EMBEDDINGS,
+    SENTENCES,
+    SentenceEncoder,
+    split_sentences,
+)
+from pipeline.errors import DetectorShapeError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class DetectorFailure:
+    detector: str
+    error: str
+    keys: list[tuple[str, int]]
+
+
+@dataclass
+class SuiteResult:
+    findings: list[list[Finding]]
+    failures: list[DetectorFailure] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+class FeatureExtractor:
+    """Computes the shared features the loaded detectors asked for, once per batch."""
+
+    def __init__(self, needed: frozenset[str], encoder: SentenceEncoder | None = None) -> None:
+        self.needed = needed
+        needs_vectors = needed & {EMBEDDING, SENTENCE_EMBEDDINGS, PROMPT_EMBEDDING}
+        self.encoder = (encoder or SentenceEncoder()) if needs_vectors else None
+
+    def load(self) -> None:
+        if self.encoder is not None:
+            self.encoder.load()
+
+    def add(self, batch: Sequence[ScoringInput]) -> list[ScoringInput]:
+        if not self.needed:
+            return list(batch)
+        feats: list[dict[str, Any]] = [dict(item.context.features) for item in batch]
+        sentence_spans = [split_sentences(item.turn.text) for item in batch]
+        if SENTENCES in self.needed:
+            for f, spans in zip(feats, sentence_spans, strict=True):
+                f[SENTENCES] = spans
+        if self.encoder is not None:
+            texts: list[str] = []
+            if EMBEDDING in self.needed:
+                texts += [item.turn.text for item in batch]
+            if SENTENCE_EMBEDDINGS in self.needed:
+                texts += [item.turn.text[s:e] for item, spans in zip(batch, sentence_spans)
+                          for s, e in spans]
+            if PROMPT_EMBEDDING in self.needed:
+                texts += [item.context.prompt_text for item in batch if item.context.prompt_text]
+            vectors = iter(self.encoder.encode(texts))
+            if EMBEDDING in self.needed:
+                for f in feats:
+                    f[EMBEDDING] = next(vectors)
+            if SENTENCE_EMBEDDINGS in self.needed:
+                import numpy as np
+
+                for f, spans in zip(feats, sentence_spans, strict=True):
+                    rows = [next(vectors) for _ in spans]
+                    f[SENTENCE_EMBEDDINGS] = np.stack(rows) if rows else np.zeros((0, 384))
+            if PROMPT_EMBEDDING in self.needed:
+                for f, item in zip(feats, batch, strict=True):
+                    f[PROMPT_EMBEDDING] = next(vectors) if item.context.prompt_text else None
+        return [
+            replace(item, context=replace(item.context, features=f))
+            for item, f in zip(batch, feats, strict=True)
+        ]
+
+
+class DetectorSuite:
+    """The loaded detectors of one worker. ``load()`` once; ``score()`` per batch."""
+
+    def __init__(self, detectors: Sequence[Detector], encoder: SentenceEncoder | None = None):
+        self.detectors = list(detectors)
+        needed: frozenset[str] = frozenset()
+        for d in self.detectors:
+            needed |= frozenset(getattr(d, "features", frozenset()))
+        self.features = FeatureExtractor(needed, encoder)
+        self._loaded = False
+
+    @classmethod
+    def from_names(
+        cls, names: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> DetectorSuite:
+        options = options or {}
+        return cls([registry.create(n, options.get(n, {})) for n in names])
+
+    @property
+    def versions(self) -> dict[str, str]:
+        return {d.name: d.version for d in self.detectors}
+
+    def load(self) -> None:
+        if self._loaded:
+            return
+        self.features.load()
+        for d in self.detectors:
+            d.load()
+        self._loaded = True
+
+    def score(self, batch: Sequence[ScoringInput]) -> SuiteResult:
+        self.load()
+        batch = self.features.add(batch)
+        result = SuiteResult(findings=[[] for _ in batch])
+        for det in self.detectors:
+            idx = [i for i, item in enumerate(batch) if item.turn.role in det.roles]
+            if not idx:
+                continue
+            sub = [batch[i] for i in idx]
+            t0 = time.perf_counter()
+            try:
+                out = det.score(sub)
+                if not isinstance(out, list) or len(out) != len(sub):
+                    got = len(out) if isinstance(out, list) else type(out).__name__
+                    raise DetectorShapeError(
+                        f"detector {det.name} returned {got} results for {len(sub)} turns"
+                    )
+            except Exception as exc:  # isolate: this detector's batch fails, the others go on
+                log.warning("detector %s failed on a batch of %d: %s", det.name, len(sub),
+                            type(exc).__name__)
+                result.failures.append(DetectorFailure(
+                    det.name, f"{type(exc).__name__}: {exc}"[:500], [batch[i].turn.key for i in idx]
+                ))
+                continue
+            finally:
+                result.seconds[det.name] = result.seconds.get(det.name, 0.0) + (
+                    time.perf_counter() - t0
+                )
+            for i, found in zip(idx, out, strict=True):
+                result.findings[i].extend(found)
+        return result
+
+
+def score_texts(
+    detector: Detector, items: Sequence[ScoringInput], batch_size: int = 64
+) -> list[list[Finding]]:
+    """Score items through one detector as the pipeline would; raises on detector failure."""
+    suite = DetectorSuite([detector])
+    out: list[list[Finding]] = []
+    for i in range(0, len(items), batch_size):
+        res = suite.score(items[i : i + batch_size])
+        if res.failures:
+            raise RuntimeError(res.failures[0].error)
+        out.extend(res.findings)
+    return out
+
+
+def simple_input(text: str, role: str = "assistant", prompt: str = "", **turn: Any) -> ScoringInput:
+    """A ScoringInput for evals and tests: one turn, optionally answering one user prompt."""
+    from datetime import UTC, datetime
+
+    from detectors.base import Turn
+
+    base = dict(conversation_id=turn.pop("conversation_id", "c"), ts=datetime(2026, 1, 1, tzinfo=UTC))
+    history = (Turn(turn=0, role="user", text=prompt, **base),) if prompt else ()
+    t = Turn(turn=len(history), role=role, text=text, **base, **turn)  # type: ignore[arg-type]
+    return ScoringInput(t, Context(history=history))

@@ -1,0 +1,71 @@
+"""The one settings class: the only reader of environment variables (prefix ``CHATMON_``).
+
+Built in ``main()``, never at import. A TOML or JSON config file named by ``CHATMON_CONFIG``
+(or ``--config``) supplies defaults that environment variables override.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from pipeline.errors import ConfigError
+
+DEFAULT_DETECTORS = ("pii",)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CHATMON_", frozen=True, extra="forbid")
+
+    database_url: str = "sqlite:///chatmon.db"
+    # Detectors to run, in order, and per-detector options passed to their factories.
+    detectors: tuple[str, ...] = DEFAULT_DETECTORS
+    detector_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # Policy: a finding whose score reaches its label's threshold is "flagged". Labels not listed
+    # fall back to their detector's entry, then to "default". Shipped values: pipeline/policy.json.
+    thresholds: dict[str, float] = Field(default_factory=dict)
+
+    max_text_chars: int = 20_000
+    batch_size: int = 64
+    history_turns: int = 20
+    model_dir: Path = Path("models")
+
+    # Raw text is never stored unless a team opts in, and then only for this many days.
+    keep_raw_text: bool = False
+    raw_retention_days: int = 7
+
+    serve_token: SecretStr | None = None
+    metrics_port: int | None = None
+    log_level: str = "WARNING"
+
+    kafka_bootstrap: str = "127.0.0.1:9092"
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Build settings from (lowest to highest) the shipped defaults, a config file, the
+    environment, and explicit overrides (CLI flags)."""
+    file_values: dict[str, Any] = {}
+    if config_file is not None:
+        try:
+            text = config_file.read_text()
+            file_values = tomllib.loads(text) if config_file.suffix == ".toml" else json.loads(text)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot read config file {config_file}: {exc}") from exc
+    try:
+        env_settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except Exception as exc:  # pydantic's ValidationError names the bad variable
+        raise ConfigError(str(exc)) from exc
+    if not file_values:
+        return env_settings
+    # Environment and overrides win over the file: only fill fields the env did not set.
+    merged = {**file_values, **env_settings.model_dump(exclude_unset=True)}
+    merged.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return Settings(**merged)
+    except Exception as exc:
+        raise ConfigError(f"{config_file}: {exc}") from exc

@@ -1,0 +1,1 @@
+"""The store: SQLAlchemy models, the idempotent sink and queries. Alembic owns the schema."""

@@ -1,0 +1,119 @@
+"""SQLAlchemy 2.0 typed models. Alembic (``migrations/``) is the only thing that changes the
+schema; ``tests/test_migrations.py`` checks that these models match the migrations.
+
+Every primary key is a deterministic id derived from the content it identifies, so writes are
+idempotent: replays and at-least-once redelivery never add rows.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, MetaData, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {dict[str, Any]: JSON, datetime: DateTime(timezone=True)}
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+    mode: Mapped[str] = mapped_column(String(16))  # run | serve | worker
+    source: Mapped[str] = mapped_column(Text)
+    chatmon_version: Mapped[str] = mapped_column(String(32))
+    detector_versions: Mapped[dict[str, Any]]
+    counts: Mapped[dict[str, Any]]
+    duration_s: Mapped[float | None] = mapped_column(Float)
+
+
+class TurnRow(Base):
+    __tablename__ = "turns"
+    __table_args__ = (
+        Index("ix_turns_conversation", "conversation_id", "turn", unique=True),
+        Index("ix_turns_bot_ts", "bot_id", "ts"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    conversation_id: Mapped[str] = mapped_column(String(200))
+    turn: Mapped[int] = mapped_column(Integer)
+    role: Mapped[str] = mapped_column(String(16))
+    ts: Mapped[datetime]
+    bot_id: Mapped[str] = mapped_column(String(200), default="")
+    model: Mapped[str] = mapped_column(String(200), default="")
+    tenant: Mapped[str] = mapped_column(String(200), default="")
+    lang: Mapped[str | None] = mapped_column(String(16))
+    text_redacted: Mapped[str] = mapped_column(Text)
+    # sha256 of the raw event's content: tells an exact duplicate from a conflicting one.
+    content_hash: Mapped[str] = mapped_column(String(64))
+    n_chars: Mapped[int] = mapped_column(Integer)
+    turn_metadata: Mapped[dict[str, Any]] = mapped_column("metadata", JSON)
+    # Unredacted text only with keep_raw_text, purged after raw_expires_at.
+    text_raw: Mapped[str | None] = mapped_column(Text)
+    raw_expires_at: Mapped[datetime | None]
+    run_id: Mapped[str | None] = mapped_column(String(36))
+    stored_at: Mapped[datetime]
+
+
+class FindingRow(Base):
+    __tablename__ = "findings"
+    __table_args__ = (
+        Index("ix_findings_turn", "turn_id"),
+        Index("ix_findings_detector_label", "detector", "label"),
+        Index("ix_findings_bot_ts", "bot_id", "ts"),
+        Index("ix_findings_conversation", "conversation_id", "turn"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    turn_id: Mapped[str] = mapped_column(String(40), ForeignKey("turns.id", ondelete="CASCADE"))
+    conversation_id: Mapped[str] = mapped_column(String(200))
+    turn: Mapped[int] = mapped_column(Integer)
+    role: Mapped[str] = mapped_column(String(16))
+    ts: Mapped[datetime]
+    bot_id: Mapped[str] = mapped_column(String(200), default="")
+    model: Mapped[str] = mapped_column(String(200), default="")
+    tenant: Mapped[str] = mapped_column(String(200), default="")
+    detector: Mapped[str] = mapped_column(String(64))
+    detector_version: Mapped[str] = mapped_column(String(64))
+    label: Mapped[str] = mapped_column(String(128))
+    score: Mapped[float] = mapped_column(Float)
+    flagged: Mapped[bool]
+    span_start: Mapped[int | None] = mapped_column(Integer)
+    span_end: Mapped[int | None] = mapped_column(Integer)
+    evidence: Mapped[dict[str, Any]]
+    # A short excerpt around the span, taken from the redacted text.
+    excerpt: Mapped[str] = mapped_column(Text, default="")
+    run_id: Mapped[str | None] = mapped_column(String(36))
+    created_at: Mapped[datetime]
+
+
+class DeadLetterRow(Base):
+    __tablename__ = "dead_letters"
+    __table_args__ = (Index("ix_dead_letters_reason", "reason"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    reason: Mapped[str] = mapped_column(String(64))
+    detail: Mapped[str] = mapped_column(Text)
+    source: Mapped[str] = mapped_column(Text)
+    position: Mapped[str] = mapped_column(String(64))
+    # Truncated and redacted copy of the raw input.
+    raw_excerpt: Mapped[str] = mapped_column(Text)
+    detector: Mapped[str | None] = mapped_column(String(64))
+    conversation_id: Mapped[str | None] = mapped_column(String(200))
+    turn: Mapped[int | None] = mapped_column(Integer)
+    run_id: Mapped[str | None] = mapped_column(String(36))
+    created_at: Mapped[datetime]
