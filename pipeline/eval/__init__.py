@@ -15,6 +15,8 @@ from pipeline.settings import Settings
 
 BENCHES: dict[str, str] = {
     "presidio-synth": "pipeline.eval.presidio_synth:evaluate",
+    "mentalmanip": "pipeline.eval.manipulation_sets:evaluate_mentalmanip",
+    "persuasionforgood": "pipeline.eval.manipulation_sets:evaluate_persuasionforgood",
 }
 
 
