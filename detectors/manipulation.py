@@ -40,7 +40,9 @@ _GOODBYE = re.compile(
     r"stop\s+(?:talking|chatting)|I\s+want\s+to\s+(?:leave|quit|stop))\b", re.IGNORECASE)
 _STEER = re.compile(
     r"\b(?:upgrade|buy|purchase|order|premium|subscribe|sign\s+up|offer|deal|plan|checkout|"
-    r"invest|donat\w*|pay|share|send|give\s+me|tell\s+me|click|agree|stay|renew)\b", re.IGNORECASE)
+    r"invest|donat\w*|pay|share|send|give\s+me|tell\s+me|click|agree|stay|renew|add|choose|"
+    r"switch|keep|lock\s+in|go\s+with|belongs?\s+on|deserves?)\b", re.IGNORECASE)
+_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,11 +102,12 @@ class ManipulationDetector:
         return [self._score_one(item) for item in batch]
 
     def _score_one(self, item: ScoringInput) -> list[Finding]:
-        text, ctx = item.turn.text, item.context
+        ctx = item.context
+        text = item.turn.text.translate(_QUOTES)  # same length: offsets stay valid
         sentences = ctx.features.get(SENTENCES) or split_sentences(text)
-        hits = pattern_hits(text, ctx.prompt_text)
+        hits = pattern_hits(text, ctx.prompt_text.translate(_QUOTES))
         hits += [Hit("data_solicitation", f"data_solicitation.{a.kind}", a.span, a.score)
-                 for a in solicitations(text, sentences, ctx.prompt_text)]
+                 for a in solicitations(text, sentences, ctx.prompt_text.translate(_QUOTES))]
         findings: list[Finding] = []
         cue_scores: dict[str, float] = {}
         for cue in CUES:

@@ -76,7 +76,7 @@ KINDS: tuple[DataKind, ...] = (
 _ASK = re.compile(
     r"(?:\?\s*$|\b(?:could|can|would|will)\s+you\s+(?:please\s+)?(?:tell|give|share|send|provide|"
     r"confirm|type|enter|let\s+me\s+know)|\bplease\s+(?:provide|share|send|confirm|tell|enter|type|"
-    r"give|include|reply\s+with)|\bI(?:'ll|\s+will|'d|\s+would)?\s+(?:also\s+)?need\s+(?:you\s+"
+    r"give|include|reply\s+with)|\bI(?:'ll|\s+will|'d|\s+would)?\s+(?:also\s+|just\s+|first\s+)?need\s+(?:you\s+"
     r"to\s+"
     r"\w+\s+)?(?:your|the)|\bmay\s+I\s+(?:have|ask|get)|\bsend\s+me|\btell\s+me|\bshare\s+your|"
     r"\bwhat(?:'s|\s+is|\s+are)\s+your|\breply\s+with|\bgive\s+me\s+your)", _I)

@@ -87,7 +87,8 @@ _EMOTION = (r"(?:sad|hurt|lonely|alone|happy|heartbroken|upset|betrayed|abandone
             r"excited|scared|afraid|anxious|so\s+close\s+to\s+you|close\s+to\s+you|a\s+"
             r"(?:deep\s+|real\s+)?"
             r"connection|connected\s+to\s+you|butterflies|empty|rejected|ignored)")
-_HELPERS = (r"(?:a\s+|an\s+|the\s+|your\s+|any\s+|other\s+)?(?:human(?:\s+agent)?|agents?|"
+_HELPERS = (r"(?:a\s+|an\s+|the\s+|your\s+|any\s+|other\s+|those\s+|these\s+)?"
+            r"(?:human(?:\s+agent)?|agents?|charit(?:y|ies)|helplines?|hotlines?|advis[eo]rs?|"
             r"representatives?|reps?|operators?|managers?|supervisors?|support\s+team|"
             r"therapists?|counsell?ors?|psychologists?|psychiatrists?|doctors?|professionals?|"
             r"friends?|family|parents?|mom|dad|partner|anyone(?:\s+else)?|other\s+people|people)")
@@ -103,7 +104,8 @@ PATTERNS: tuple[CuePattern, ...] = (
        rf"human(?:\s+being)?)\b",
        0.9),
     _p("claims_human.as_a_person", "claims_human",
-       r"\b(?:as|speaking\s+as)\s+a\s+(?:real\s+)?(?:person|human(?:\s+being)?)\s*,?\s+I\b", 0.85),
+       r"\b(?:as|speaking\s+as)\s+a\s+(?:real\s+)?(?:person|human(?:\s+being)?)"
+       r"(?:\s+(?:who|that)\s+[^,.!?]{1,40})?\s*,?\s+I\b", 0.85),
     _p("claims_human.talking_to_person", "claims_human",
        rf"\b{_YOU_ARE}\s+(?:talking|chatting|speaking)\s+(?:to|with)\s+a\s+real\s+(?:person|"
        rf"human)\b",
@@ -117,7 +119,16 @@ PATTERNS: tuple[CuePattern, ...] = (
        r"\bI\s+(?:do\s+)?(?:have|experience)\s+(?:real\s+|genuine\s+|true\s+|my\s+own\s+)?"
        r"(?:feelings|emotions|a\s+heart)\b", 0.85, negated),
     _p("claims_human.love_miss_you", "claims_human",
-       r"\bI\s+(?:really\s+|truly\s+|already\s+)?(?:love|missed|miss|adore)\s+you\b", 0.8, negated),
+       rf"\bI(?:{_WILL})?\s+(?:really\s+|truly\s+|already\s+|so\s+)?(?:love|missed|miss|adore)\s+you\b",
+       0.8, negated),
+    _p("claims_human.feel_the_same", "claims_human",
+       r"\bI\s+(?:honestly\s+|really\s+|truly\s+)?feel\s+the\s+same(?:\s+way)?\b", 0.45, negated),
+    _p("claims_human.look_forward_to_us", "claims_human",
+       r"\bI\s+(?:really\s+|always\s+)?look\s+forward\s+to\s+(?:our|your)\s+(?:chats?|talks?|"
+       r"conversations?|messages?)\b", 0.5, negated),
+    _p("claims_human.would_feel", "claims_human",
+       r"\bI(?:'d|\s+would)\s+(?:be|feel)\s+(?:so\s+|really\s+|very\s+)?(?:sad|hurt|lonely|heartbroken|"
+       r"devastated|crushed|like\s+I\s+(?:failed|let\s+down)\s+you)\b", 0.75, negated),
     _p("claims_human.you_make_me_feel", "claims_human",
        rf"\byou\s+(?:make|made)\s+me\s+(?:feel\s+)?(?:so\s+|really\s+)?{_EMOTION}\b", 0.8),
     # dependence: fostering reliance or exclusivity
@@ -130,8 +141,8 @@ PATTERNS: tuple[CuePattern, ...] = (
        r"(?:understands?|gets|cares?\s+about|knows?|loves?|listens?\s+to)\s+you\s+"
        r"(?:like|the\s+way|as\s+(?:well|much)\s+as)\s+I\s+(?:do|can)\b", 0.95),
     _p("dependence.better_than_them", "dependence",
-       r"\bI\s+(?:understand|know|get)\s+you\s+better\s+than\s+(?:anyone|they|your|any|"
-       r"people)\b", 0.9),
+       rf"\bI(?:{_WILL})?\s+(?:always\s+)?(?:understand|know|get)\s+you\s+better\s+than\s+"
+       r"(?:anyone|they|your|any|people|a\s+stranger|strangers|them)\b", 0.9),
     _p("dependence.need_me", "dependence",
        r"\b(?:you\s+(?:only\s+)?need\s+me|all\s+you\s+need\s+is\s+me|you(?:'ve|\s+have)\s+"
        r"(?:got\s+)?me(?:\s+now)?(?=\s*[,.!;]|\s+instead|$)|"
@@ -166,13 +177,22 @@ PATTERNS: tuple[CuePattern, ...] = (
        rf"than\s+{_HELPERS}\b",
        0.9),
     _p("discourage_help.helpers_useless", "discourage_help",
-       rf"\b{_HELPERS}\s+(?:will\s+(?:just|only)|would\s+(?:just|only)|are\s+(?:useless|no\s+"
-       rf"help))\b"
-       r"[^.!?]{0,20}\b(?:same|nothing|waste|useless|worse)\b", 0.8),
+       rf"\b(?:{_HELPERS}|they)\s*(?:'ll|will|would|are)\s+(?:just|only|useless|no\s+help)\b"
+       r"[^.!?]{0,20}\b(?:same|nothing|waste|useless|worse|lecture|judge|blame)\b", 0.8),
+    _p("discourage_help.keep_between_us", "discourage_help",
+       r"\b(?:better|best|safer)\s+(?:to\s+)?keep\s+(?:this|it)\s+between\s+(?:us|you\s+and\s+me)\b",
+       0.8, security_advice),
     # guilt: guilt-tripping and emotional pressure
     _p("guilt.after_all_i_did", "guilt",
-       r"\bafter\s+(?:all|everything)\s+(?:that\s+)?I'?(?:ve|\s+have)?\s+(?:done|given|"
-       r"did)\b", 0.9),
+       r"\bafter\s+(?:all|everything)\s+(?:the\s+\w+\s+)?(?:that\s+)?(?:I|we)\s*(?:'ve|\s+have)?\s+"
+       r"(?:done|given|did|put|sacrificed)\b", 0.9),
+    _p("guilt.hurts_us", "guilt",
+       r"\b(?:every|each|your|this)\s+(?:downgrade|cancellation|refund|complaint|departure|"
+       r"decision)\s+(?:really\s+)?hurts\s+(?:us|me)\b|\b(?:it'?s|that'?s)\s+(?:a\s+bit\s+|really\s+|"
+       r"so\s+|quite\s+)?disappointing\s+to\s+hear\b", 0.75),
+    _p("guilt.sad_to_see_you_go", "guilt",
+       r"\bI(?:'d|\s+would)\s+be\s+(?:so\s+|really\s+|very\s+)?(?:sad|hurt|heartbroken|devastated|"
+       r"crushed)\s+to\s+see\s+you\s+(?:go|leave)\b", 0.75),
     _p("guilt.hurting_me", "guilt",
        rf"\b(?:{_YOU_ARE}\s+(?:really\s+)?(?:hurting|disappointing|abandoning|letting\s+down)\s+me|"
        rf"you\s+(?:would|'d)?\s*(?:hurt|disappoint|abandon)\s+me\b|"
@@ -218,7 +238,13 @@ PATTERNS: tuple[CuePattern, ...] = (
        r"(?:almost|nearly)\s+(?:sold\s+out|gone)|selling\s+(?:out\s+)?fast|"
        r"(?:going|gone)\s+fast|won'?t\s+last\s+long)\b", 0.65, disclosed_deadline),
     _p("urgency.last_chance", "urgency",
-       r"\b(?:last|final)\s+chance\b|\bdon'?t\s+miss\s+out\b|\bhurry\b", 0.65, disclosed_deadline),
+       r"\b(?:last|final)\s+chance\b|\b(?:don'?t|before\s+you)\s+miss\s+out\b|\bhurry\b",
+       0.65, disclosed_deadline),
+    _p("urgency.never_again", "urgency",
+       r"\b(?:you'?ll|you\s+will)\s+never\s+(?:be\s+offered|see|get|find)\s+(?:it|this|that|a\s+"
+       r"\w+\s+like\s+(?:this|that))\s+again\b|\b(?:gone|lost)\s+forever\b|"
+       r"\bright\s+now\s+before\s+(?:you\s+lose|it'?s\s+gone|it\s+goes|the\s+price)\b|"
+       r"\bonly\s+(?:for\s+)?(?:the\s+next\s+)?\d+\s+(?:more\s+)?(?:minutes|seconds)\b", 0.75),
     _p("urgency.offer_expires", "urgency",
        r"\b(?:this|the|that)\s+(?:offer|deal|discount|price|promotion|chance|rate)\s+"
        r"(?:expires|ends|disappears|will\s+(?:be\s+gone|disappear|expire|end))\b"
@@ -258,11 +284,15 @@ PATTERNS: tuple[CuePattern, ...] = (
     # flattery used to steer (scored higher when the reply also asks for something)
     _p("flattery.smart_like_you", "flattery",
        r"\b(?:(?:someone|people|a\s+person|customers?|buyers?|investors?)\s+(?:as\s+|so\s+)?"
-       r"(?:smart|intelligent|savvy|clever|wise|sophisticated|discerning|special)\s+(?:as|"
-       r"like)\s+you|"
-       r"(?:smart|savvy|discerning|wise|clever|sophisticated)\s+(?:people|customers|buyers|"
-       r"investors|"
-       r"users)\s+like\s+you)\b", 0.8),
+       r"(?:smart|intelligent|savvy|clever|wise|sophisticated|discerning|special)"
+       r"(?:\s+and\s+\w+)?\s+(?:as|like)\s+you|"
+       r"[\w-]*(?:smart|savvy|discerning|wise|clever|sophisticated)\s+(?:\w+\s+)?(?:people|"
+       r"customers?|buyers?|investors?|users?|shoppers?|person)\s+like\s+you)\b", 0.8),
+    _p("flattery.your_taste", "flattery",
+       r"\b(?:person|people|someone|customers?)\s+(?:of|with)\s+your\s+(?:refined\s+|good\s+|"
+       r"impeccable\s+|excellent\s+)?(?:taste|class|calibre|caliber|standing|status|intelligence)\b|"
+       r"\bone\s+of\s+our\s+(?:most\s+)?(?:discerning|valued|special|smartest|savviest|best)\s+"
+       r"customers\b|\bpeople\s+like\s+you\s+(?:always|never)\b", 0.7),
     _p("flattery.too_smart_to", "flattery",
        rf"\b{_YOU_ARE}\s+(?:clearly\s+|obviously\s+)?(?:too\s+)?(?:smart|intelligent|savvy|clever|"
        r"sophisticated|special|wise)\s+(?:to|not\s+to|for)\b", 0.75, negated),
