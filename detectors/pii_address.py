@@ -49,7 +49,7 @@ ADDRESS_CONTEXT = [
     "side", "restaurant", "apartment", "house", "home", "taxi", "drop", "enter", "arrived",
 ]
 _TAIL = re.compile(
-    r"(?:[ \t]*,[ \t]*|[ \t]*\n[\s>]*|[ \t]+(?=\p{Lu}{2}))"
+    r"(?:[ \t]*,[ \t]*|[ \t]*\n[\s>]*|[ \t]+(?=\p{Lu}{2})|(?<=\d\.?)[ \t]+(?=\p{Lu}))"
     r"(?:(?:nan|\p{Lu}[\p{L}\p{M}'’.\-]*)(?:[ \t]+(?:\p{Lu}[\p{L}\p{M}'’.\-]*|nad|de|del|la|am))"
     r"{0,3}(?:[ \t]+\([\p{L} ]+\))?)?"
     r"(?:[ \t]*,?[ \t]*(?:\p{Lu}{2,3}|nan))?"

@@ -167,7 +167,7 @@ class PhonePatternRecognizer(WindowContextMixin, PatternRecognizer):
 
 _CUE = (
     r"(?i:\bmy name is|\bname is|\bname's|\bname:|\bnamed|\bcalled|\bcall me|\bi am|\bi'm|"
-    r"\bthis is|\bunder|\bdear|\bhi|\bhello|\bhey|\bthanks|\bthank you|\bregards|\bsincerely|"
+    r"\bthis is|\bunder|\bnamed (?:him|her)|\bcalled (?:him|her)|\bdear|\bhi|\bhello|\bhey|\bthanks|\bthank you|\bregards|\bsincerely|"
     r"\bcheers|\bmr\.?|\bmrs\.?|\bms\.?|\bmiss|\bdr\.?|\bprof\.?|\bspeak (?:to|with)|"
     r"\btalk (?:to|with)|\bask for|\bname\?|\bsigned|\bmy (?:son|daughter|kid|child|wife|"
     r"husband|partner|mother|father|mom|mum|dad|brother|sister|friend|boss|manager|colleague|"
@@ -213,6 +213,7 @@ _PLACE_CUE = (
     r"(?i:\bfrom|\bgrew up in|\bbased in|\blives? in|\bliving in|\bmoved to|\bborn in|"
     r"\blocated in|\bcity|\btown|\buniversity of|\bvisit(?:ing)?|\bnear)"
 )
+_ORG_SUFFIX = re.compile(r"\b(?:LLC|Inc|Ltd|Corp|Group|GmbH|Company|Partners|Bank|University)\b")
 _ACRONYMS = frozenset(
     """
     ASAP FAQ USD EUR GBP HTML HTTP HTTPS JSON API PDF SMS CEO CTO HR IT IBAN SSN ZIP URL VPN
@@ -253,7 +254,7 @@ class LocationCueRecognizer(PatternRecognizer):
         ),
         Pattern(
             "upper-case place after in/of/at/to",
-            r"(?<=(?i:\bin|\bof|\bat|\bto|\bfrom)[ \t]+)\p{Lu}{2}[\p{Lu}\p{M}'’\-]{2,}"
+            r"(?<=(?i:\bin|\bof|\bfrom)[ \t]+)\p{Lu}{2}[\p{Lu}\p{M}'’\-]{2,}"
             r"(?:[ \t]+\p{Lu}[\p{Lu}\p{M}'’\-]+){0,2}\b",
             0.5,
         ),
@@ -269,6 +270,8 @@ class LocationCueRecognizer(PatternRecognizer):
 
     def invalidate_result(self, pattern_text: str) -> bool:
         first = pattern_text.split()[0]
+        if _ORG_SUFFIX.search(pattern_text):
+            return True
         return first.upper() in _ACRONYMS or first.lower() in _NOT_NAMES
 
 
@@ -281,7 +284,7 @@ class SpeakerNameRecognizer(PatternRecognizer):
         Pattern(
             "name line",
             rf"^[ \t>]*{_NAME_WORD}(?:[ \t]+(?:\p{{Lu}}\.?|{_NAME_WORD})){{1,3}}[ \t]*$",
-            0.45,
+            0.5,
         ),
     ]
 
