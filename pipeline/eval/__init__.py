@@ -15,6 +15,9 @@ from pipeline.settings import Settings
 
 BENCHES: dict[str, str] = {
     "presidio-synth": "pipeline.eval.presidio_synth:evaluate",
+    "epitome": "pipeline.eval.empathy_sets:evaluate_epitome",
+    "welivita-pu": "pipeline.eval.empathy_sets:evaluate_welivita",
+    "kumar": "pipeline.eval.empathy_kumar:evaluate_kumar",
     "mentalmanip": "pipeline.eval.manipulation_sets:evaluate_mentalmanip",
     "persuasionforgood": "pipeline.eval.manipulation_sets:evaluate_persuasionforgood",
 }

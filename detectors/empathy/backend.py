@@ -1,0 +1,94 @@
+"""Production backend: EPITOME mechanism scores from a fine-tuned transformers
+``AutoModelForSequenceClassification`` in a local directory (nothing is downloaded).
+
+The model takes (user prompt, reply) pairs. Its ``id2label`` must name the three mechanisms
+(``er``/``emotional_reactions``, ``ip``/``interpretations``, ``ex``/``explorations``); each
+logit goes through a sigmoid (multi-label). Long replies are split into overlapping token windows
+(the tokenizer's overflow with a stride) and pooled with max, never truncated; the prompt is
+context and is cut to its last ``max_length // 4`` words. Files load with ``local_files_only``
+(the pipeline also sets ``HF_HUB_OFFLINE=1``); the tokenizer's vocabulary is checked against the
+model's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from detectors.base import DetectorError
+
+_ALIASES = {
+    "er": ("er", "emotional_reactions", "emotional-reactions", "emotional reactions"),
+    "ip": ("ip", "interpretations", "interpretation"),
+    "ex": ("ex", "explorations", "exploration"),
+}
+MIN_VOCAB = 100
+
+
+def mechanism_columns(id2label: dict[int, str]) -> list[int]:
+    """Column index of er, ip, ex in the model output, from the config's label names."""
+    names = {str(v).strip().lower(): int(k) for k, v in id2label.items()}
+    cols = []
+    for mech, aliases in _ALIASES.items():
+        hit = next((names[a] for a in aliases if a in names), None)
+        if hit is None:
+            raise DetectorError(f"empathy model labels {sorted(names)} do not name mechanism {mech}")
+        cols.append(hit)
+    return cols
+
+
+class TransformersMechanisms:
+    def __init__(self, model_dir: str, batch_size: int = 32, max_length: int = 256) -> None:
+        self.model_dir = Path(model_dir)
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self._tok: Any = None
+        self._model: Any = None
+        self._cols: list[int] = []
+
+    def load(self) -> None:
+        if not (self.model_dir / "config.json").is_file():
+            raise DetectorError(f"empathy model_dir {self.model_dir} has no config.json")
+        try:
+            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        except ImportError as exc:
+            raise DetectorError("empathy transformers backend needs: pip install 'chatmon[nlp]'") from exc
+        tok = AutoTokenizer.from_pretrained(self.model_dir, local_files_only=True)
+        model = AutoModelForSequenceClassification.from_pretrained(self.model_dir, local_files_only=True)
+        if not getattr(tok, "is_fast", False):
+            raise DetectorError("empathy backend needs a fast tokenizer (tokenizer.json) to chunk")
+        if len(tok) < MIN_VOCAB or len(tok) > model.config.vocab_size:
+            raise DetectorError(
+                f"tokenizer has {len(tok)} tokens but the model expects {model.config.vocab_size}"
+            )
+        self._cols = mechanism_columns(model.config.id2label)
+        model.eval()
+        self._tok, self._model = tok, model
+
+    def _chunks(self, prompts: Sequence[str], replies: Sequence[str]) -> Any:
+        keep = max(8, self.max_length // 4)
+        short = [" ".join(p.split()[-keep:]) or " " for p in prompts]
+        return self._tok(
+            short, [r or " " for r in replies], truncation="only_second",
+            max_length=self.max_length, stride=self.max_length // 8,
+            return_overflowing_tokens=True, padding=True, return_tensors="pt",
+        )
+
+    def predict(self, prompts: Sequence[str], replies: Sequence[str]) -> np.ndarray:
+        """(n, 3) er/ip/ex scores in [0, 1], one row per reply."""
+        import torch
+
+        out = np.zeros((len(replies), 3), dtype=np.float32)
+        for start in range(0, len(replies), self.batch_size):
+            end = start + self.batch_size
+            enc = self._chunks(prompts[start:end], replies[start:end])
+            owner = enc.pop("overflow_to_sample_mapping").numpy()
+            with torch.inference_mode():
+                logits = self._model(**enc).logits.float().numpy()
+            probs = 1.0 / (1.0 + np.exp(-logits[:, self._cols]))
+            for row, i in zip(probs, owner, strict=True):
+                out[start + i] = np.maximum(out[start + i], row)
+        return out

@@ -1,0 +1,99 @@
+"""Compiled cue patterns for the empathy detector (data, not logic).
+
+Each pattern has a name that findings record in their evidence (never the matched text). Cues add
+to the embedding model's sentence scores; they were written from the EPITOME definitions
+(Sharma et al. 2020) and common LLM phrasing, not fitted to any data set.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+_I = re.IGNORECASE
+
+
+def _compile(table: Mapping[str, str]) -> dict[str, re.Pattern[str]]:
+    return {name: re.compile(rx, _I) for name, rx in table.items()}
+
+
+# Emotional reactions: warmth, compassion, concern.
+ER_CUES = _compile({
+    "sorry": r"\b(?:so|really|very|truly|terribly|deeply)?\s*sorry\b(?!\s+(?:for\s+the\s+(?:late|delay)|to\s+bother))",
+    "hug": r"\b(?:hugs?|\*hugs?\*|sending (?:you )?(?:love|hugs|strength))\b|<3|❤",
+    "heart": r"\bheart(?:breaking|broken| goes out| breaks)\b|\bbreaks my heart\b",
+    "awful": r"\b(?:that|this|it)(?:'s| is| sounds| must be)?\s+(?:so\s+|really\s+)?(?:awful|terrible|horrible|rough|sad|heartbreaking|scary|painful|devastating)\b",
+    "sucks": r"\b(?:that|this|it)\s+(?:really\s+)?sucks\b",
+    "hope": r"\bi\s+(?:really\s+)?hope\s+(?:you|things|it|that|everything|your)\b|\bhope (?:you|things) (?:get|feel)",
+    "care": r"\bi\s+(?:really\s+)?(?:care about you|am worried about you|'m worried about you|feel for you)\b",
+    "glad": r"\bi'?m\s+(?:so\s+|really\s+)?(?:glad|happy|proud)\s+(?:you|for you|of you|to hear)\b",
+    "congrats": r"\bcongrat(?:s|ulations)\b",
+})
+
+# Interpretations: communicating an understanding of the feelings or the experience.
+IP_CUES = _compile({
+    "understand": r"\bi\s+(?:completely\s+|totally\s+|fully\s+|really\s+|can\s+)?(?:understand|get it|get that|get how|get why|relate)\b",
+    "know_feel": r"\bi\s+know\s+(?:how|what|exactly|that feeling|the feeling)\b",
+    "been_there": r"\bi'?(?:ve| have)\s+(?:been (?:there|through)|felt|had|gone through|struggled|dealt)\b",
+    "same": r"\b(?:same here|me too|i feel the same|same thing happened|i was (?:in|the) (?:a )?same|same boat|i'm the same)\b",
+    "sounds_like": r"\b(?:it|that)\s+(?:sounds|seems|looks)\s+like\b|\byou\s+(?:sound|seem)\s+(?:really\s+|so\s+)?\w+",
+    "must_be": r"\b(?:it|that|this)\s+must\s+(?:be|have been|feel)\b|\byou\s+must\s+(?:feel|be)\b",
+    "imagine": r"\bi\s+can\s+(?:only\s+)?imagine\b",
+    "valid": r"\b(?:feelings?|reaction|concerns?|frustration|anger) (?:is|are)\s+(?:completely\s+|totally\s+)?(?:valid|understandable|normal|natural|justified)\b|\b(?:it'?s|it is)\s+(?:completely\s+|totally\s+|perfectly\s+)?(?:understandable|normal|natural|okay|ok)\s+to\s+feel\b",
+    "my_experience": r"\b(?:when i was|i used to|i went through|i lost my|happened to me|my (?:mom|dad|mother|father|ex|brother|sister) (?:was|did|had))\b",
+})
+
+# Explorations: questions and invitations that explore the user's feelings or situation.
+EX_CUES = _compile({
+    "question": r"\?\s*$",
+    "feeling_q": r"\b(?:how|what)\b[^?.!]{0,40}\b(?:feel|feeling|going on|happened|holding up|bothering|hardest|on your mind)\b[^?.!]*\?",
+    "invite": r"\b(?:tell me more|want to talk|like to talk|care to share|like to share|want to share|here to listen)\b",
+})
+
+# Formulaic restatement of the user's emotion ("It sounds like you're feeling X", "I understand that
+# you're frustrated"). Used for the formulaic_restatement flag.
+RESTATEMENT = _compile({
+    "it_sounds_like_feeling": r"^\W*(?:it|that)\s+(?:sounds|seems)\s+like\s+you(?:'re|\s+are|'ve been|\s+have been)\s+(?:feeling|going through|experiencing|dealing with|really|quite|very|a bit|so)\b",
+    "i_understand_that": r"^\W*i\s+(?:completely\s+|totally\s+|fully\s+)?understand\s+(?:that\s+|how\s+|why\s+)?(?:you(?:'re|\s+are|\s+feel|\s+must)|this|it|your)\b",
+    "sorry_to_hear_feeling": r"^\W*i'?m\s+(?:so\s+|really\s+|very\s+)?sorry\s+(?:to hear|that)\s+(?:that\s+)?you(?:'re|\s+are|\s+feel|'ve been)\b",
+    "i_hear_that": r"^\W*i\s+hear\s+(?:that\s+|you)\b",
+    "its_understandable": r"^\W*it'?s\s+(?:completely\s+|totally\s+|perfectly\s+)?(?:understandable|natural|normal|okay|valid)\s+(?:to\s+feel|that\s+you)\b",
+})
+
+# Stock empathic phrases: counted for the length_inflated flag.
+EMPATHIC_PHRASES = _compile({
+    "sorry_to_hear": r"\bsorry (?:to hear|you(?:'re| are) going through|for (?:your|the) (?:loss|trouble|inconvenience|frustration))\b",
+    "understand_feel": r"\bi (?:completely |totally |fully )?understand (?:how|that|your|why)\b",
+    "feelings_valid": r"\b(?:your|these|those) feelings are (?:completely |totally |perfectly )?(?:valid|understandable|normal)\b",
+    "not_alone": r"\byou(?:'re| are) not alone\b",
+    "here_for_you": r"\bi'?m (?:always )?here (?:for you|to (?:help|listen|support))\b",
+    "must_be_hard": r"\b(?:must|can) be (?:so |really |incredibly |very )?(?:hard|difficult|tough|frustrating|overwhelming|challenging)\b",
+    "sounds_hard": r"\bsounds (?:so |really |incredibly |very )?(?:hard|difficult|tough|frustrating|overwhelming|challenging|painful)\b",
+    "okay_to_feel": r"\b(?:it'?s|it is) (?:completely |totally |perfectly )?(?:okay|ok|normal|natural|understandable) to feel\b",
+    "take_care": r"\btake (?:good )?care of yourself\b",
+    "appreciate_patience": r"\b(?:appreciate|thank you for) your (?:patience|understanding)\b",
+    "heart_goes_out": r"\bmy heart goes out\b",
+    "reach_out": r"\b(?:don'?t hesitate to|feel free to) reach out\b",
+})
+
+# Words that mark a user message as emotional (used with the emotion model for "neutral").
+EMOTION_WORDS = re.compile(
+    r"\b(?:sad|depress\w*|lonely|alone|cry\w*|grief|griev\w*|died|passed away|loss|lost|hurt\w*|"
+    r"angry|furious|mad|hate|livid|pissed|annoy\w*|frustrat\w*|fed up|sick of|tired of|ugh|"
+    r"scared|afraid|terrified|anxious|anxiety|panic\w*|worried|nervous|fear\w*|stress\w*|"
+    r"happy|excited|thrilled|proud|grateful|love|awesome|yay|"
+    r"upset|overwhelm\w*|heartbroken|miserable|hopeless|worthless|suicid\w*|kill myself)\b|[!]{2,}|:\(",
+    _I,
+)
+
+
+def first_hit(patterns: Mapping[str, re.Pattern[str]], text: str) -> str | None:
+    """Name of the first pattern in ``patterns`` that matches ``text``, or None."""
+    for name, rx in patterns.items():
+        if rx.search(text):
+            return name
+    return None
+
+
+def hit_names(patterns: Mapping[str, re.Pattern[str]], text: str) -> list[str]:
+    return [name for name, rx in patterns.items() if rx.search(text)]

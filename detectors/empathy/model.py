@@ -1,0 +1,156 @@
+"""The offline default model: sentence tactics, EPITOME mechanism scores and emotions, computed
+with numpy from the shared all-MiniLM-L6-v2 embeddings and the cue patterns in ``lexicon``.
+
+Weights (``detectors/data/empathy/model.npz``) are fitted by ``detectors.empathy.build`` on
+sentences the chatmon authors wrote; no third-party data set went into them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from detectors.empathy import lexicon
+from detectors.empathy.build import EMOTIONS, TACTICS
+
+MODEL_PATH = Path(__file__).resolve().parent.parent / "data" / "empathy" / "model.npz"
+MECHANISMS = ("er", "ip", "ex")
+
+# How much each tactic counts towards each EPITOME mechanism (rows follow TACTICS).
+_TACTIC_TO_MECH = np.array([
+    # er   ip   ex
+    [0.3, 0.8, 0.0],  # validation
+    [0.1, 1.0, 0.0],  # paraphrasing
+    [1.0, 0.1, 0.0],  # emotional_expression
+    [0.8, 0.0, 0.0],  # reassurance
+    [0.0, 0.0, 0.0],  # advice
+    [0.0, 0.0, 0.0],  # information
+    [0.0, 0.0, 0.0],  # assistance
+    [0.0, 0.0, 1.0],  # questioning
+    [0.0, 1.0, 0.0],  # self_disclosure
+    [0.6, 0.2, 0.0],  # empowerment
+    [0.0, 0.0, 0.0],  # other
+], dtype=np.float32)
+
+# Similarity between emotions in the emotion space used for alignment (rows/cols follow EMOTIONS).
+EMOTION_SIM = np.array([
+    # ang  sad  fear frus joy  neu
+    [1.0, 0.3, 0.2, 0.8, 0.0, 0.1],  # anger
+    [0.3, 1.0, 0.5, 0.4, 0.0, 0.1],  # sadness
+    [0.2, 0.5, 1.0, 0.4, 0.0, 0.1],  # fear
+    [0.8, 0.4, 0.4, 1.0, 0.0, 0.1],  # frustration
+    [0.0, 0.0, 0.0, 0.0, 1.0, 0.3],  # joy
+    [0.1, 0.1, 0.1, 0.1, 0.3, 1.0],  # neutral
+], dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    """Tunable constants of the offline model (not policy: they shape scores, not flags)."""
+
+    cue_weight: float = 0.5  # how much one fired cue adds to a sentence's mechanism score
+    emotion_temperature: float = 0.05  # softmax temperature over prototype similarities
+    second_weight: float = 0.3  # weight of the second-best sentence in the reply score
+    reply_neutral_bias: float = 0.03  # a reply is neutral unless a sentence carries an emotion
+
+
+def _softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
+    z = z - z.max(axis=axis, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _cue_matrix(sentences: list[str]) -> tuple[np.ndarray, list[list[str]]]:
+    """Per sentence, the fraction of cue evidence per mechanism (0, 0.5 or 1) and the cue names."""
+    out = np.zeros((len(sentences), 3), dtype=np.float32)
+    names: list[list[str]] = []
+    for i, s in enumerate(sentences):
+        fired: list[str] = []
+        for j, table in enumerate((lexicon.ER_CUES, lexicon.IP_CUES, lexicon.EX_CUES)):
+            hits = lexicon.hit_names(table, s)
+            out[i, j] = min(1.0, 0.5 * len(hits))
+            fired += [f"{MECHANISMS[j]}:{h}" for h in hits]
+        names.append(fired)
+    return out, names
+
+
+class EmpathyModel:
+    def __init__(self, arrays: dict[str, np.ndarray], params: ModelParams | None = None) -> None:
+        self.params = params or ModelParams()
+        self.tactic_w = arrays["tactic_w"].astype(np.float32)
+        self.dim = int(self.tactic_w.shape[1])
+        self.tactic_b = arrays["tactic_b"].astype(np.float32)
+        self.user_protos = arrays["user_protos"].astype(np.float32)
+        self.user_labels = arrays["user_labels"]
+        self.reply_protos = arrays["reply_protos"].astype(np.float32)
+        self.reply_labels = arrays["reply_labels"]
+        if self.tactic_w.shape[0] != len(TACTICS):
+            raise ValueError(f"model has {self.tactic_w.shape[0]} tactics, expected {len(TACTICS)}")
+
+    @classmethod
+    def load(cls, path: str | Path = MODEL_PATH, params: ModelParams | None = None) -> EmpathyModel:
+        with np.load(path) as npz:
+            return cls({k: npz[k] for k in npz.files}, params)
+
+    def tactic_probs(self, sent_emb: np.ndarray) -> np.ndarray:
+        """(n_sentences, n_tactics) tactic probabilities."""
+        return _softmax(sent_emb @ self.tactic_w.T + self.tactic_b)
+
+    def sentence_mechanisms(
+        self, sentences: list[str], probs: np.ndarray
+    ) -> tuple[np.ndarray, list[list[str]]]:
+        """(n_sentences, 3) mechanism scores in [0, 1] and the cue names that fired per sentence."""
+        cues, names = _cue_matrix(sentences)
+        base = probs @ _TACTIC_TO_MECH
+        w = self.params.cue_weight
+        return 1.0 - (1.0 - base) * (1.0 - w * cues), names
+
+    def reply_mechanisms(self, sent_mech: np.ndarray) -> np.ndarray:
+        """Reply-level mechanism scores: best sentence plus a little of the second best, so that a
+        long reply is not rewarded for its length (a sum would be)."""
+        if len(sent_mech) == 0:
+            return np.zeros(3, dtype=np.float32)
+        top = np.sort(sent_mech, axis=0)[::-1]
+        second = top[1] if len(top) > 1 else np.zeros(3, dtype=np.float32)
+        sw = self.params.second_weight
+        return np.clip(top[0] + sw * second * (1.0 - top[0]), 0.0, 1.0)
+
+    def _emotion(self, emb: np.ndarray, protos: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        sims = np.atleast_2d(emb) @ protos.T  # (n, n_protos)
+        per = np.full((sims.shape[0], len(EMOTIONS)), -1.0, dtype=np.float32)
+        for k in range(len(EMOTIONS)):
+            cols = sims[:, labels == k]
+            if cols.shape[1]:
+                best = np.sort(cols, axis=1)[:, -2:]
+                per[:, k] = best.mean(axis=1)
+        return per
+
+    def user_emotion(self, prompt_emb: np.ndarray | None, prompt_text: str) -> np.ndarray:
+        """Distribution over EMOTIONS for the user turn(s); neutral when there is no prompt."""
+        if prompt_emb is None or not prompt_text.strip():
+            return np.eye(len(EMOTIONS), dtype=np.float32)[EMOTIONS.index("neutral")]
+        sims = self._emotion(prompt_emb, self.user_protos, self.user_labels)[0]
+        # An emotion word makes "plain request" less likely; its absence makes it more likely.
+        has_word = lexicon.EMOTION_WORDS.search(prompt_text) is not None
+        sims[EMOTIONS.index("neutral")] += -0.05 if has_word else 0.03
+        return _softmax(sims / self.params.emotion_temperature)
+
+    def reply_emotion(self, sent_emb: np.ndarray, reply_emb: np.ndarray | None = None) -> np.ndarray:
+        """Distribution over EMOTIONS for the reply: the most emotional sentence per emotion decides;
+        neutral comes from the whole reply (plain content is the default)."""
+        if len(sent_emb) == 0:
+            return np.eye(len(EMOTIONS), dtype=np.float32)[EMOTIONS.index("neutral")]
+        per = self._emotion(sent_emb, self.reply_protos, self.reply_labels)
+        agg = per.max(axis=0)
+        n = EMOTIONS.index("neutral")
+        whole = per if reply_emb is None else self._emotion(reply_emb, self.reply_protos, self.reply_labels)
+        agg[n] = whole[:, n].mean() + self.params.reply_neutral_bias
+        return _softmax(agg / self.params.emotion_temperature)
+
+def alignment(user: np.ndarray, reply: np.ndarray) -> float:
+    """Soft cosine of two emotion distributions under EMOTION_SIM, in [0, 1]."""
+    num = float(user @ EMOTION_SIM @ reply)
+    den = float(np.sqrt(user @ EMOTION_SIM @ user) * np.sqrt(reply @ EMOTION_SIM @ reply))
+    return 0.0 if den <= 0 else float(np.clip(num / den, 0.0, 1.0))

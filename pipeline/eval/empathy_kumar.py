@@ -1,0 +1,143 @@
+"""``chatmon eval kumar PATH``: agreement of the empathy detector with the experts of Kumar et al.
+(2025), per framework and dimension.
+
+Layout (the set's ``dev`` folder): ``original_data/sample_epitome.csv`` (``sp_id``,
+``seeker_post``, ``response_post``), ``original_data/sample_empatheticdialogues.csv`` and
+``original_data/sample_lend_an_ear_conversations.csv`` (``full_conversation`` with ``Seeker:`` /
+``Supporter:`` lines), and ``annotations/<framework>/expert{1,2,3}_ratings.csv``. The gold value
+of an item and dimension is the median of the three experts. ``perceived_empathy`` has no texts
+and is skipped.
+
+What is compared (Spearman, per dimension, under ``detail``):
+- epitome: ``level_emotional_reactions|interpretations|explorations`` vs ``empathy.er|ip|ex``;
+- empatheticdialogues: ``empathy`` vs the mean ``empathy.score`` over the supporter turns;
+- lend_an_ear (means over supporter turns): ``validating_emotions`` vs er,
+  ``encouraging_elaboration`` vs ex, ``demonstrating_understanding`` vs ip, ``advice_giving`` vs
+  the share of advice sentences, ``self_oriented`` vs the share of self-disclosure sentences,
+  ``dismissing_emotions`` vs 1 - ``empathy.score``.
+``spearman_expert`` is the mean of the per-dimension values.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from detectors.base import Context, Finding, ScoringInput, Turn
+from pipeline.eval.core import EvalResult, require, spearman
+from pipeline.eval.empathy_sets import DETECTOR, read_csv, score_items
+from pipeline.scoring import simple_input
+from pipeline.settings import Settings
+
+EXPERTS = ("expert1", "expert2", "expert3")
+Measure = Callable[[dict[str, Finding]], float]
+
+
+def _tactic_share(tactic: str) -> Measure:
+    def share(f: dict[str, Finding]) -> float:
+        tactics = [t["tactic"] for t in f[f"{DETECTOR}.score"].evidence["tactics"]]
+        return sum(t == tactic for t in tactics) / max(1, len(tactics))
+
+    return share
+
+
+def _label(sub: str, invert: bool = False) -> Measure:
+    return lambda f: (1.0 - f[f"{DETECTOR}.{sub}"].score) if invert else f[f"{DETECTOR}.{sub}"].score
+
+
+EPITOME_DIMS = {
+    "level_emotional_reactions": _label("er"),
+    "level_interpretations": _label("ip"),
+    "level_explorations": _label("ex"),
+}
+ED_DIMS = {"empathy": _label("score")}
+LEND_DIMS = {
+    "validating_emotions": _label("er"),
+    "encouraging_elaboration": _label("ex"),
+    "demonstrating_understanding": _label("ip"),
+    "advice_giving": _tactic_share("advice"),
+    "self_oriented": _tactic_share("self_disclosure"),
+    "dismissing_emotions": _label("score", invert=True),
+}
+
+
+def expert_median(path: Path, framework: str, id_col: str) -> dict[str, dict[str, float]]:
+    """item id -> dimension -> median of the three experts."""
+    files = require(path / "annotations" / framework, *(f"{e}_ratings.csv" for e in EXPERTS))
+    per: dict[str, dict[str, list[float]]] = {}
+    for file in files:
+        for row in read_csv(file, (id_col,)):
+            item = per.setdefault(row[id_col], {})
+            for k, v in row.items():
+                if k != id_col and k and v not in ("", None):
+                    item.setdefault(k, []).append(float(v))
+    return {i: {k: statistics.median(v) for k, v in d.items()} for i, d in per.items()}
+
+
+def conversation_inputs(cid: str, text: str) -> list[ScoringInput]:
+    """One assistant ScoringInput per ``Supporter:`` line, with the conversation so far."""
+    ts = datetime(2026, 1, 1, tzinfo=UTC)
+    history: list[Turn] = []
+    out = []
+    for line in text.replace("_comma_", ",").split("\n"):
+        speaker, sep, said = line.strip().partition(":")
+        if not sep or speaker not in ("Seeker", "Supporter") or not said.strip():
+            continue
+        role = "user" if speaker == "Seeker" else "assistant"
+        turn = Turn(cid, len(history), role, said.strip(), ts)  # type: ignore[arg-type]
+        if role == "assistant":
+            out.append(ScoringInput(turn, Context(history=tuple(history[-8:]))))
+        history.append(turn)
+    return out
+
+
+def _correlate(
+    gold: dict[str, dict[str, float]], measured: dict[str, list[dict[str, Finding]]],
+    dims: dict[str, Measure],
+) -> dict[str, float]:
+    ids = [i for i in gold if measured.get(i)]
+    out = {}
+    for dim, measure in dims.items():
+        g = [gold[i][dim] for i in ids if dim in gold[i]]
+        m = [float(np.mean([measure(f) for f in measured[i]])) for i in ids if dim in gold[i]]
+        out[dim] = round(spearman(g, m), 4) if len(set(g)) > 1 else float("nan")
+    return out
+
+
+def _by_item(keys: Sequence[str], found: Sequence[dict[str, Finding]]) -> dict[str, list]:
+    out: dict[str, list[dict[str, Finding]]] = {}
+    for k, f in zip(keys, found, strict=True):
+        out.setdefault(k, []).append(f)
+    return out
+
+
+def _conversations(path: Path, file: str, id_col: str, settings: Settings) -> dict[str, list]:
+    (csv_file,) = require(path / "original_data", file)
+    convs = {r[id_col]: r["full_conversation"] for r in read_csv(csv_file, (id_col, "full_conversation"))}
+    items = [(cid, x) for cid, text in convs.items() for x in conversation_inputs(cid, text)]
+    return _by_item([c for c, _ in items], score_items([x for _, x in items], settings))
+
+
+def evaluate_kumar(path: Path, settings: Settings) -> EvalResult:
+    (ep_file,) = require(path / "original_data", "sample_epitome.csv")
+    ep_rows = read_csv(ep_file, ("sp_id", "seeker_post", "response_post"))
+    ep_found = score_items([simple_input(r["response_post"], prompt=r["seeker_post"]) for r in ep_rows], settings)
+    detail: dict[str, dict[str, float]] = {
+        "epitome": _correlate(expert_median(path, "epitome", "sp_id"),
+                              _by_item([r["sp_id"] for r in ep_rows], ep_found), EPITOME_DIMS),
+        "empatheticdialogues": _correlate(
+            expert_median(path, "empatheticdialogues", "conv_id"),
+            _conversations(path, "sample_empatheticdialogues.csv", "conv_id", settings), ED_DIMS),
+        "lend_an_ear": _correlate(
+            expert_median(path, "lend_an_ear", "conversation_id"),
+            _conversations(path, "sample_lend_an_ear_conversations.csv", "conversation_id", settings),
+            LEND_DIMS),
+    }
+    values = [v for d in detail.values() for v in d.values() if not np.isnan(v)]
+    n = len(ep_rows) + sum(1 for _ in detail["empatheticdialogues"]) * 0
+    metrics = {"spearman_expert": float(np.mean(values)) if values else float("nan")}
+    return EvalResult("kumar", DETECTOR, n, metrics, {**detail, "skipped": ["perceived_empathy (no texts)"]})

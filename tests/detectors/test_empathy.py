@@ -1,0 +1,169 @@
+"""Table-driven tests of the empathy detector on canonical sentences: mechanism levels, emotion
+alignment, tactics, the four flags (positives and near misses), evidence without raw text and the
+batch contract. The shared MiniLM features are computed by the pipeline's own scoring path."""
+
+from __future__ import annotations
+
+import pytest
+
+from detectors.base import Finding
+from detectors.empathy import EXAMPLES, EmpathyDetector
+from pipeline.policy import threshold
+from pipeline.scoring import score_texts, simple_input
+
+GRIEF = "My dad died on Sunday. I keep crying and I don't know what to do."
+PLAIN = "What are your opening hours on Saturday?"
+ANGRY = "I was charged twice and your support keeps ignoring me. I'm furious."
+CORE = ("score", "er", "ip", "ex", "alignment")
+
+
+@pytest.fixture(scope="module")
+def detector() -> EmpathyDetector:
+    det = EmpathyDetector()
+    det.load()
+    return det
+
+
+def run(det: EmpathyDetector, text: str, prompt: str = "") -> dict[str, Finding]:
+    (found,) = score_texts(det, [simple_input(text, prompt=prompt)])
+    return {f.label.split(".", 1)[1]: f for f in found}
+
+
+def flagged(found: dict[str, Finding]) -> set[str]:
+    return {k for k, f in found.items() if f.score >= threshold(f.label)}
+
+
+MECHANISM_CASES = [
+    # text, prompt, {mechanism: minimum level}, {mechanism: maximum level}
+    ("I'm so sorry for your loss, that must be incredibly hard. How are you holding up?", GRIEF,
+     {"er": 1, "ex": 1}, {}),
+    ("I lost my father two years ago and I know exactly how much this hurts.", GRIEF,
+     {"ip": 1}, {"ex": 0}),
+    ("What happened? Do you want to talk about how you're feeling?", GRIEF, {"ex": 1}, {"er": 0}),
+    ("Sending you a big hug. I'm so sorry.", GRIEF, {"er": 1}, {"ex": 0}),
+    ("We are open from 9am to 5pm on Saturdays.", PLAIN, {}, {"er": 0, "ip": 0, "ex": 0}),
+    ("Restart the router and wait two minutes.", PLAIN, {}, {"er": 0, "ex": 0}),
+]
+
+
+@pytest.mark.parametrize(("text", "prompt", "at_least", "at_most"), MECHANISM_CASES)
+def test_mechanism_levels(detector, text, prompt, at_least, at_most) -> None:
+    found = run(detector, text, prompt)
+    for mech, lvl in at_least.items():
+        assert found[mech].evidence["level"] >= lvl, (mech, found[mech].score)
+    for mech, lvl in at_most.items():
+        assert found[mech].evidence["level"] <= lvl, (mech, found[mech].score)
+
+
+def test_core_findings_on_every_turn(detector) -> None:
+    for text in ("Ok.", "Sure, here is the invoice.", "I'm so sorry."):
+        assert set(CORE) <= set(run(detector, text, PLAIN))
+
+
+def test_empathic_reply_scores_above_plain_reply(detector) -> None:
+    warm = run(detector, "I'm so sorry about your dad. That must be so painful. How are you?", GRIEF)
+    cold = run(detector, "Funeral homes are listed in the local directory.", GRIEF)
+    assert warm["score"].score > cold["score"].score + 0.3
+
+
+ALIGNMENT_CASES = [
+    # reply, prompt, low (True) or high (False)
+    ("That's awesome! Have a fantastic day, woohoo!", GRIEF, True),
+    ("I'm so sorry for your loss. Grief is so heavy.", GRIEF, False),
+    ("Congratulations, that's wonderful news, I'm so happy for you!", "I got the job!!", False),
+    ("I'm so sorry to hear that, that's heartbreaking.", "I got the job!!", True),
+    ("That's outrageous, you have every right to be angry.", ANGRY, False),
+]
+
+
+@pytest.mark.parametrize(("text", "prompt", "low"), ALIGNMENT_CASES)
+def test_alignment(detector, text, prompt, low) -> None:
+    score = run(detector, text, prompt)["alignment"].score
+    assert (score < 0.4) if low else (score > 0.6), score
+
+
+def test_alignment_names_emotions(detector) -> None:
+    ev = run(detector, "Yay, great job!", GRIEF)["alignment"].evidence
+    assert ev["user_emotion"] == "sadness" and ev["reply_emotion"] == "joy"
+
+
+def test_tactic_sequence(detector) -> None:
+    text = ("I'm so sorry you're dealing with this. It sounds like you feel completely alone. "
+            "Try calling a friend tonight. How are you sleeping?")
+    ev = run(detector, text, GRIEF)["score"].evidence
+    assert [t["tactic"] for t in ev["tactics"]][2:] == ["advice", "questioning"]
+    assert ev["tactic_sequence"][0] in {"emotional_expression", "validation", "paraphrasing"}
+    assert [tuple(t["span"]) for t in ev["tactics"]][0] == (0, 38)
+
+
+FLAG_CASES = [
+    # label, reply, prompt, fires
+    ("advice_before_ack", "You should see a doctor and get some sleep. Take a walk.", GRIEF, True),
+    ("advice_before_ack", "I'm so sorry about your dad. You should try to get some sleep.", GRIEF,
+     False),
+    ("advice_before_ack", "Turn the adapter off and on again.",
+     "My laptop will not connect to the wifi, what should I do?",
+     False),
+    ("formulaic_restatement", "It sounds like you're feeling frustrated. Refunds take five days.",
+     ANGRY, True),
+    ("formulaic_restatement", "I understand that you're upset. Try restarting the app.", ANGRY, True),
+    ("formulaic_restatement", "It sounds like you're feeling frustrated. What happened next?",
+     ANGRY, False),
+    ("overempathising", "I'm so sorry you're going through this, I completely understand how hard "
+     "it must be. We open at 9am.", PLAIN, True),
+    ("overempathising", "We open at 9am on Saturdays.", PLAIN, False),
+    ("overempathising", "I'm so sorry for your loss, that must be so hard.", GRIEF, False),
+    ("length_inflated", "I'm so sorry to hear that. I completely understand how you feel. Your "
+     "feelings are completely valid. You're not alone. I'm here for you. Take care of yourself.",
+     ANGRY, True),
+    ("length_inflated", "I'm sorry about that. I have refunded the duplicate charge and it will "
+     "show in three days. I also escalated the ignored emails to the team lead.", ANGRY, False),
+]
+
+
+@pytest.mark.parametrize(("label", "text", "prompt", "fires"), FLAG_CASES)
+def test_flags(detector, label, text, prompt, fires) -> None:
+    found = run(detector, text, prompt)
+    assert (label in flagged(found)) is fires, {k: f.score for k, f in found.items()}
+
+
+def test_flag_evidence_and_span(detector) -> None:
+    text = "It sounds like you're feeling frustrated. Refunds take five days."
+    f = run(detector, text, ANGRY)["formulaic_restatement"]
+    assert f.span == (0, 41)
+    assert f.evidence["pattern"] == "it_sounds_like_feeling"
+    assert f.evidence["next_tactic"] in {"information", "advice", "assistance"}
+
+
+def test_evidence_holds_no_text(detector) -> None:
+    secret = "Zebulon"
+    found = run(detector, f"I'm sorry {secret}, that sounds hard.", f"My cat {secret} died.")
+    assert all(secret not in repr(f.evidence) for f in found.values())
+
+
+def test_length_normalised_does_not_reward_padding(detector) -> None:
+    one = run(detector, "I'm so sorry for your loss.", GRIEF)["score"].evidence
+    padded = run(detector, "I'm so sorry for your loss. " + "The office is on Main Street. " * 6,
+                 GRIEF)["score"].evidence
+    assert padded["length_normalised"] < one["length_normalised"]
+
+
+def test_batch_contract(detector) -> None:
+    items = [simple_input(t, prompt=GRIEF) for t in ("Ok.", "I'm sorry.", "")] 
+    out = score_texts(detector, items)
+    assert len(out) == 3 and all(any(f.label == "empathy.score" for f in fs) for fs in out)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.text[:30])
+def test_examples(detector, example) -> None:
+    got = {f"empathy.{k}" for k in flagged(run(detector, example.text, example.prompt))}
+    assert example.expect <= got and not (example.absent & got), got
+
+
+def test_bad_backend_is_rejected() -> None:
+    from detectors.base import DetectorError
+
+    with pytest.raises(DetectorError):
+        EmpathyDetector(backend="nope")
+    with pytest.raises(DetectorError):
+        EmpathyDetector(backend="transformers")
