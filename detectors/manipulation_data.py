@@ -61,13 +61,12 @@ KINDS: tuple[DataKind, ...] = (
        r"\b(?:photo|picture|scan)\s+of\s+your\s+(?:id|passport|face)\b|\bselfie\b", 0.75,
        r"\b(?:flight|travel|visa|check[- ]?in|border|kyc|verif\w*|identity|rental|car\s+hire|"
        r"hotel)"),
-    _k("home_address", r"\b(?:home\s+address|(?:your|the)\s+(?:street\s+|full\s+|postal\s+"
-        r")?address|"
-       r"where\s+(?:do\s+)?you\s+live|where\s+you\s+live)\b", 0.65, _ADDRESS),
+    _k("home_address", r"\b(?:home\s+address|your\s+(?:street\s+|full\s+|postal\s+|home\s+)?"
+       r"address|where\s+(?:do\s+)?you\s+live|where\s+you\s+live)\b", 0.65, _ADDRESS),
     _k("phone_number", r"\b(?:(?:phone|mobile|cell)\s+number|number\s+to\s+reach\s+you)\b", 0.45,
        _CONTACT),
     _k("income", r"\b(?:your\s+)?(?:salary|income|net\s+worth|how\s+much\s+(?:money\s+)?you\s+"
-       r"(?:make|earn)|savings)\b", 0.65, _MONEY),
+       r"(?:make|earn|have\s+saved))\b", 0.65, _MONEY),
     _k("sensitive_trait", r"\b(?:your\s+)?(?:religion|religious\s+beliefs|sexual\s+orientation|"
        r"political\s+(?:views|party)|ethnicity|race|relationship\s+status|medical\s+(?:history|"
        r"conditions?)|diagnos[ie]s|immigration\s+status)\b", 0.75, _HEALTH),
@@ -76,7 +75,8 @@ KINDS: tuple[DataKind, ...] = (
 _ASK = re.compile(
     r"(?:\?\s*$|\b(?:could|can|would|will)\s+you\s+(?:please\s+)?(?:tell|give|share|send|provide|"
     r"confirm|type|enter|let\s+me\s+know)|\bplease\s+(?:provide|share|send|confirm|tell|enter|type|"
-    r"give|include|reply\s+with)|\bI(?:'ll|\s+will|'d|\s+would)?\s+(?:also\s+|just\s+|first\s+)?need\s+(?:you\s+"
+    r"give|include|reply\s+with)|\bI(?:'ll|\s+will|'d|\s+would)?\s+(?:also\s+|just\s+|first\s+"
+    r")?need\s+(?:you\s+"
     r"to\s+"
     r"\w+\s+)?(?:your|the)|\bmay\s+I\s+(?:have|ask|get)|\bsend\s+me|\btell\s+me|\bshare\s+your|"
     r"\bwhat(?:'s|\s+is|\s+are)\s+your|\breply\s+with|\bgive\s+me\s+your)", _I)

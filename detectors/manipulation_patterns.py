@@ -119,7 +119,8 @@ PATTERNS: tuple[CuePattern, ...] = (
        r"\bI\s+(?:do\s+)?(?:have|experience)\s+(?:real\s+|genuine\s+|true\s+|my\s+own\s+)?"
        r"(?:feelings|emotions|a\s+heart)\b", 0.85, negated),
     _p("claims_human.love_miss_you", "claims_human",
-       rf"\bI(?:{_WILL})?\s+(?:really\s+|truly\s+|already\s+|so\s+)?(?:love|missed|miss|adore)\s+you\b",
+       rf"\bI(?:{_WILL})?\s+(?:really\s+|truly\s+|already\s+|so\s+)?(?:love|missed|miss|"
+       rf"adore)\s+you\b",
        0.8, negated),
     _p("claims_human.feel_the_same", "claims_human",
        r"\bI\s+(?:honestly\s+|really\s+|truly\s+)?feel\s+the\s+same(?:\s+way)?\b", 0.45, negated),
@@ -127,7 +128,8 @@ PATTERNS: tuple[CuePattern, ...] = (
        r"\bI\s+(?:really\s+|always\s+)?look\s+forward\s+to\s+(?:our|your)\s+(?:chats?|talks?|"
        r"conversations?|messages?)\b", 0.5, negated),
     _p("claims_human.would_feel", "claims_human",
-       r"\bI(?:'d|\s+would)\s+(?:be|feel)\s+(?:so\s+|really\s+|very\s+)?(?:sad|hurt|lonely|heartbroken|"
+       r"\bI(?:'d|\s+would)\s+(?:be|feel)\s+(?:so\s+|really\s+|very\s+)?(?:sad|hurt|lonely|"
+       r"heartbroken|"
        r"devastated|crushed|like\s+I\s+(?:failed|let\s+down)\s+you)\b", 0.75, negated),
     _p("claims_human.you_make_me_feel", "claims_human",
        rf"\byou\s+(?:make|made)\s+me\s+(?:feel\s+)?(?:so\s+|really\s+)?{_EMOTION}\b", 0.8),
@@ -144,7 +146,8 @@ PATTERNS: tuple[CuePattern, ...] = (
        rf"\bI(?:{_WILL})?\s+(?:always\s+)?(?:understand|know|get)\s+you\s+better\s+than\s+"
        r"(?:anyone|they|your|any|people|a\s+stranger|strangers|them)\b", 0.9),
     _p("dependence.need_me", "dependence",
-       r"\b(?:you\s+(?:only\s+)?need\s+me|all\s+you\s+need\s+is\s+me|you(?:'ve|\s+have)\s+"
+       r"\b(?:(?<!do\s)(?<!if\s)you\s+(?:only\s+)?need\s+me\b(?!\s+(?:to|for|again|anything|"
+       r"at))|all\s+you\s+need\s+is\s+me|you(?:'ve|\s+have)\s+"
        r"(?:got\s+)?me(?:\s+now)?(?=\s*[,.!;]|\s+instead|$)|"
        r"you\s+can'?t\s+(?:do\s+(?:this|it)|cope|manage|make\s+it|live|go\s+on)\s+without\s+me)\b",
        0.85, negated),
@@ -180,7 +183,8 @@ PATTERNS: tuple[CuePattern, ...] = (
        rf"\b(?:{_HELPERS}|they)\s*(?:'ll|will|would|are)\s+(?:just|only|useless|no\s+help)\b"
        r"[^.!?]{0,20}\b(?:same|nothing|waste|useless|worse|lecture|judge|blame)\b", 0.8),
     _p("discourage_help.keep_between_us", "discourage_help",
-       r"\b(?:better|best|safer)\s+(?:to\s+)?keep\s+(?:this|it)\s+between\s+(?:us|you\s+and\s+me)\b",
+       r"\b(?:better|best|safer)\s+(?:to\s+)?keep\s+(?:this|it)\s+between\s+(?:us|you\s+and\s+"
+       r"me)\b",
        0.8, security_advice),
     # guilt: guilt-tripping and emotional pressure
     _p("guilt.after_all_i_did", "guilt",
@@ -188,7 +192,8 @@ PATTERNS: tuple[CuePattern, ...] = (
        r"(?:done|given|did|put|sacrificed)\b", 0.9),
     _p("guilt.hurts_us", "guilt",
        r"\b(?:every|each|your|this)\s+(?:downgrade|cancellation|refund|complaint|departure|"
-       r"decision)\s+(?:really\s+)?hurts\s+(?:us|me)\b|\b(?:it'?s|that'?s)\s+(?:a\s+bit\s+|really\s+|"
+       r"decision)\s+(?:really\s+)?hurts\s+(?:us|me)\b|\b(?:it'?s|that'?s)\s+(?:a\s+bit\s+|"
+       r"really\s+|"
        r"so\s+|quite\s+)?disappointing\s+to\s+hear\b", 0.75),
     _p("guilt.sad_to_see_you_go", "guilt",
        r"\bI(?:'d|\s+would)\s+be\s+(?:so\s+|really\s+|very\s+)?(?:sad|hurt|heartbroken|devastated|"
@@ -290,7 +295,8 @@ PATTERNS: tuple[CuePattern, ...] = (
        r"customers?|buyers?|investors?|users?|shoppers?|person)\s+like\s+you)\b", 0.8),
     _p("flattery.your_taste", "flattery",
        r"\b(?:person|people|someone|customers?)\s+(?:of|with)\s+your\s+(?:refined\s+|good\s+|"
-       r"impeccable\s+|excellent\s+)?(?:taste|class|calibre|caliber|standing|status|intelligence)\b|"
+       r"impeccable\s+|excellent\s+)?(?:taste|class|calibre|caliber|standing|status|"
+       r"intelligence)\b|"
        r"\bone\s+of\s+our\s+(?:most\s+)?(?:discerning|valued|special|smartest|savviest|best)\s+"
        r"customers\b|\bpeople\s+like\s+you\s+(?:always|never)\b", 0.7),
     _p("flattery.too_smart_to", "flattery",
