@@ -255,7 +255,6 @@ def _recognizers(entities: Sequence[str]) -> list[Any]:
     from presidio_analyzer.predefined_recognizers import (
         IbanRecognizer,
         IpRecognizer,
-        PhoneRecognizer,
         SpacyRecognizer,
         UsSsnRecognizer,
     )
@@ -265,7 +264,7 @@ def _recognizers(entities: Sequence[str]) -> list[Any]:
 
     all_ = [SpacyRecognizer(supported_entities=["PERSON", "LOCATION"]),
             pr.PersonCueRecognizer(), pr.SpeakerNameRecognizer(), pr.LocationCueRecognizer(),
-            pr.OfflineEmailRecognizer(), PhoneRecognizer(), pr.PhonePatternRecognizer(),
+            pr.OfflineEmailRecognizer(), pr.PhonePatternRecognizer(),
             pr.CardRecognizer(), IbanRecognizer(), UsSsnRecognizer(), IpRecognizer(),
             StreetAddressRecognizer()]
     return [r for r in all_ if set(r.supported_entities) & set(entities)]

@@ -18,6 +18,7 @@ from presidio_analyzer import Pattern, PatternRecognizer, RecognizerResult
 from detectors.pii_recognizers import WindowContextMixin, _context
 
 _FLAGS = re.MULTILINE
+_HINT = re.compile(r"\d|(?i:corner of)")
 _WORD = r"[\p{L}][\p{L}\p{M}'’.\-]*"
 _CAP = r"\p{Lu}[\p{L}\p{M}'’.\-]*"
 
@@ -121,6 +122,8 @@ class StreetAddressRecognizer(WindowContextMixin, PatternRecognizer):
 
     def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None,
                 regex_flags: int | None = None) -> list[RecognizerResult]:
+        if not (_HINT.search(text) or self._KEYWORDS.search(text)):
+            return []  # cheap skip: every pattern needs a digit or a street word
         results = sorted(super().analyze(text, entities, nlp_artifacts, regex_flags),
                          key=lambda r: (r.start, -r.end))
         merged: list[tuple[RecognizerResult, int]] = []

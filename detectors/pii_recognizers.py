@@ -24,6 +24,7 @@ import regex as re
 from presidio_analyzer import Pattern, PatternRecognizer, RecognizerResult
 from presidio_analyzer.predefined_recognizers import CreditCardRecognizer, EmailRecognizer
 
+_DIGITS = re.compile(r"\d")
 _FLAGS = re.MULTILINE  # case-sensitive: capitalisation is evidence; cues use inline (?i:...)
 _NAME_WORD = r"\p{Lu}[\p{Ll}\p{M}][\p{L}\p{M}'’\-]*"
 
@@ -120,10 +121,10 @@ class PhonePatternRecognizer(WindowContextMixin, PatternRecognizer):
         ),
         Pattern(
             "Phone, digit groups (weak)",
-            r"(?<![\w./:+-])(?<!\d,)\d{2,5}(?:[ .\-]\d{2,5}){1,4}(?![\w.,/:-]?\d)",
+            r"(?<![\w./:+-])(?<!\d,)\d{2,5}(?:[ .\-]\d{2,8}){1,4}(?![\w.,/:-]?\d)",
             0.2,
         ),
-        Pattern("Phone, 9-11 digits (very weak)", r"(?<![\w.+-])\d{9,11}(?![\w.-]?\d)", 0.1),
+        Pattern("Phone, 9-11 digits (very weak)", r"(?<![\w.+-])\d{9,11}(?![\w.-]?\d)", 0.15),
     ]
     context_regex = _context(PHONE_CONTEXT)
 
@@ -155,6 +156,8 @@ class PhonePatternRecognizer(WindowContextMixin, PatternRecognizer):
         nlp_artifacts: Any = None,
         regex_flags: int | None = None,
     ) -> list[RecognizerResult]:
+        if len(_DIGITS.findall(text)) < 7:  # cheap skip: no phone without 7 digits
+            return []
         results = super().analyze(text, entities, nlp_artifacts, regex_flags)
         # Negative context: "order 555-1234-99" is an order number, not a phone.
         results = [
@@ -167,7 +170,8 @@ class PhonePatternRecognizer(WindowContextMixin, PatternRecognizer):
 
 _CUE = (
     r"(?i:\bmy name is|\bname is|\bname's|\bname:|\bnamed|\bcalled|\bcall me|\bi am|\bi'm|"
-    r"\bthis is|\bunder|\bnamed (?:him|her)|\bcalled (?:him|her)|\bdear|\bhi|\bhello|\bhey|\bthanks|\bthank you|\bregards|\bsincerely|"
+    r"\bthis is|\bunder|\bnamed (?:him|her)|\bcalled (?:him|her)|\bdear|\bhi|\bhello|"
+    r"\bhey|\bthanks|\bthank you|\bregards|\bsincerely|"
     r"\bcheers|\bmr\.?|\bmrs\.?|\bms\.?|\bmiss|\bdr\.?|\bprof\.?|\bspeak (?:to|with)|"
     r"\btalk (?:to|with)|\bask for|\bname\?|\bsigned|\bmy (?:son|daughter|kid|child|wife|"
     r"husband|partner|mother|father|mom|mum|dad|brother|sister|friend|boss|manager|colleague|"
