@@ -20,6 +20,7 @@ Factory = Callable[[Mapping[str, Any]], Detector]
 # name -> "module:Class". The class is constructed with the options as keyword arguments.
 _ENTRIES: dict[str, str] = {
     "pii": "detectors.pii:PiiDetector",
+    "repetition": "detectors.repetition:RepetitionDetector",
     "empathy": "detectors.empathy:EmpathyDetector",
     "manipulation": "detectors.manipulation:ManipulationDetector",
 }
