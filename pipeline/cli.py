@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from detectors.base import DetectorError
 from pipeline import __version__
 from pipeline.errors import ChatmonError
 from pipeline.settings import Settings, load_settings
@@ -138,7 +139,7 @@ def main() -> None:
 
     try:
         cli(standalone_mode=True)
-    except ChatmonError as exc:
+    except (ChatmonError, DetectorError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
 

@@ -129,6 +129,8 @@ def _semantic_checks(data: dict[str, Any], max_text_chars: int) -> tuple[str, st
     if isinstance(turn, float) or (type(turn) is int and turn < 0):
         return INVALID_TURN_INDEX, f"turn must be a non-negative integer, got {turn!r}"[:200]
     ts = data["ts"]
+    if not isinstance(ts, str):
+        return INVALID_TIMESTAMP, f"ts must be an RFC 3339 string, got {_json_type(ts)}"
     if isinstance(ts, str):
         try:
             parsed = datetime.fromisoformat(ts.replace("Z", "+00:00"))
