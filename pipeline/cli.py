@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import click
 from detectors.base import DetectorError
 from pipeline import __version__
 from pipeline.errors import ChatmonError
+from pipeline.logs import configure_logging
 from pipeline.settings import Settings, load_settings
 
 
@@ -47,8 +47,7 @@ def cli(ctx: click.Context, config: Path | None) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a model hub at run time
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     ctx.obj = Ctx(config)
-    level = ctx.obj.settings().log_level.upper()
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(ctx.obj.settings().log_level)
 
 
 @cli.command("run")
