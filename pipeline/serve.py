@@ -7,10 +7,12 @@ worker thread that owns the Processor, so concurrent requests share detector bat
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import logging
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,8 +132,16 @@ def create_app(settings: Settings, processor: Processor) -> Any:
     async def health(_request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "detectors": processor.suite.versions})
 
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Any) -> AsyncIterator[None]:
+        await batcher.start()
+        try:
+            yield
+        finally:
+            await batcher.stop()
+
     routes = [Route("/v1/turns", ingest, methods=["POST"]), Route("/health", health)]
-    app = Starlette(routes=routes, on_startup=[batcher.start], on_shutdown=[batcher.stop])
+    app = Starlette(routes=routes, lifespan=lifespan)
     app.state.processor = processor
     return app
 

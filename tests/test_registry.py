@@ -1,0 +1,49 @@
+"""Every registered detector ships canonical examples, and gets them right through the suite."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from detectors.base import Detector, Example
+from detectors.registry import REGISTRY, create, module_of
+from pipeline.scoring import DetectorSuite, simple_input
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_registered_detector_has_examples(name: str) -> None:
+    examples = getattr(importlib.import_module(module_of(name)), "EXAMPLES", ())
+    assert len(examples) >= 3, f"{name} ships fewer than 3 EXAMPLES"
+    assert all(isinstance(e, Example) for e in examples)
+    assert any(e.expect for e in examples), f"{name} has no positive example"
+    assert any(e.absent for e in examples), f"{name} has no near-miss example"
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_detector_is_cheap_to_construct_and_follows_the_protocol(name: str) -> None:
+    det = create(name)
+    assert isinstance(det, Detector)
+    assert det.name == name and det.version and det.roles <= {"user", "assistant"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_detector_gets_its_examples_right(name: str) -> None:
+    examples: tuple[Example, ...] = importlib.import_module(module_of(name)).EXAMPLES
+    suite = DetectorSuite([create(name)])
+    items = [simple_input(e.text, e.role, e.prompt, conversation_id=f"ex-{i}")
+             for i, e in enumerate(examples)]
+    from pipeline.policy import is_flagged
+
+    result = suite.score(items)
+    assert not result.failures, result.failures
+    for ex, found in zip(examples, result.findings, strict=True):
+        flagged = {f.label for f in found if is_flagged(f.label, f.score)}
+        assert ex.expect <= flagged, (ex.text, ex.expect - flagged)
+        assert not (ex.absent & flagged), (ex.text, ex.absent & flagged)
+
+
+def test_unknown_detector_is_a_clear_error() -> None:
+    with pytest.raises(KeyError, match="registered"):
+        create("nope")

@@ -1,0 +1,75 @@
+"""``chatmon serve``'s HTTP ingest on SQLite and PostgreSQL: bearer token, one event or an array,
+a 4xx naming each bad event's reason while good events are stored, health."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import SecretStr
+from starlette.testclient import TestClient
+
+from pipeline.serve import create_app
+from tests.conftest import count_rows
+
+TOKEN = "s3cret-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def event(turn: int, text: str = "Hello there", role: str = "user", conv: str = "h1") -> dict:
+    return {"conversation_id": conv, "turn": turn, "role": role, "text": text,
+            "ts": f"2026-11-20T10:00:{turn:02d}Z", "bot_id": "web"}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def client(request, make_processor, sqlite_url):  # type: ignore[no-untyped-def]
+    url = sqlite_url if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    proc = make_processor(url, serve_token=SecretStr(TOKEN), batch_size=8)
+    with TestClient(create_app(proc.settings, proc)) as c:
+        c.url = url  # type: ignore[attr-defined]
+        yield c
+
+
+def test_requires_the_bearer_token(client) -> None:  # type: ignore[no-untyped-def]
+    assert client.post("/v1/turns", json=event(0)).status_code == 401
+    bad = {"Authorization": "Bearer wrong"}
+    assert client.post("/v1/turns", json=event(0), headers=bad).status_code == 401
+    assert count_rows(client.url)["turns"] == 0
+
+
+def test_one_event_and_an_array(client) -> None:  # type: ignore[no-untyped-def]
+    r = client.post("/v1/turns", json=event(0), headers=AUTH)
+    assert r.status_code == 200 and r.json()["rejected"] == []
+    r = client.post("/v1/turns", json=[event(1, "How can I help?", "assistant"), event(2)],
+                    headers=AUTH)
+    assert r.status_code == 200 and r.json()["received"] == 2
+    assert count_rows(client.url)["turns"] == 3
+
+
+def test_bad_events_get_a_4xx_naming_each_reason_and_good_ones_are_stored(client) -> None:  # type: ignore[no-untyped-def]
+    batch = [event(0), {"conversation_id": "h1", "turn": 1}, event(2),
+             {**event(3), "role": "system"}, "not an object", event(4)]
+    r = client.post("/v1/turns", content=json.dumps(batch), headers=AUTH)
+    assert r.status_code == 422
+    assert {(b["index"], b["reason"]) for b in r.json()["rejected"]} == {
+        (1, "missing_field"), (3, "unknown_role"), (4, "not_an_object")}
+    assert count_rows(client.url)["turns"] == 3
+    assert count_rows(client.url)["dead_letters"] == 3
+
+
+def test_invalid_json_body_is_dead_lettered(client) -> None:  # type: ignore[no-untyped-def]
+    r = client.post("/v1/turns", content=b'{"conversation_id": ', headers=AUTH)
+    assert r.status_code == 422 and r.json()["rejected"][0]["reason"] == "invalid_json"
+
+
+def test_replayed_request_adds_nothing(client) -> None:  # type: ignore[no-untyped-def]
+    body = [event(0, "My email is ann@example.com"), event(1, "Thanks!", "assistant")]
+    client.post("/v1/turns", json=body, headers=AUTH)
+    first = count_rows(client.url)
+    r = client.post("/v1/turns", json=body, headers=AUTH)
+    assert r.status_code == 200 and count_rows(client.url) == first
+
+
+def test_health(client) -> None:  # type: ignore[no-untyped-def]
+    r = client.get("/health")
+    assert r.status_code == 200 and r.json()["status"] == "ok" and "pii" in r.json()["detectors"]
