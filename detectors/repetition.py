@@ -61,7 +61,7 @@ class RepetitionDetector:
 
     def __init__(self, max_replies: int = 2000, window_days: float = 7.0, ngram: int = 5,
                  num_perm: int = 32, bands: int = 16, hll_precision: int = 10,
-                 max_candidates: int = 10_000, max_phrases: int = 1000,
+                 max_candidates: int = 8000, max_phrases: int = 1000,
                  near_duplicate_jaccard: float = 0.7, min_window: int = 20) -> None:
         if max_replies < 1 or window_days <= 0 or ngram < 2 or num_perm % bands:
             raise ValueError("repetition: need max_replies >= 1, window_days > 0, ngram >= 2 "

@@ -40,7 +40,7 @@ from detectors.repetition_window import DistinctN, Phrases, TopCounter, WindowSt
 
 STATE_VERSION = 1
 CONTEXT_BYTES = 32 * 1024
-_ROWS: dict[str, str] = {"ts": "f8", "turn": "i8", "conv": "u4", "opener": "i8", "tmpl": "i8",
+_ROWS: dict[str, str] = {"ts": "f8", "turn": "i4", "conv": "u4", "opener": "i8", "tmpl": "u4",
                          "nd": "u1", "raw": "u4", "comp": "u4"}
 
 
@@ -51,7 +51,7 @@ class Config:
     num_perm: int = 32
     bands: int = 16
     hll_precision: int = 10
-    max_candidates: int = 10_000
+    max_candidates: int = 8000
     max_phrases: int = 1000
     near_duplicate_jaccard: float = 0.7
 

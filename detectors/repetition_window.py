@@ -106,7 +106,9 @@ class Phrases:
             "oldest_block": self.oldest_block,
             "first_seq": self.first_seq,
             "cand_key": pack(np.array([k for k, _ in rows], dtype=np.int64)),
-            "cand_val": pack(np.array([v for _, v in rows], dtype=np.int64).reshape(-1)),
+            "cand_conv": pack(np.array([v[0] for _, v in rows], dtype=np.uint32)),
+            "cand_seq": pack(np.array([v[1] for _, v in rows], dtype=np.int64)),
+            "cand_uses": pack(np.array([v[2] for _, v in rows], dtype=np.uint32)),
             "stock": {str(k): {"b": [[b, c[0], c[1]] for b, c in v["b"].items()], "rc": v["rc"]}
                       for k, v in self.stock.items()},
         }
@@ -117,9 +119,11 @@ class Phrases:
         ph = cls(max_candidates, max_phrases, block_size)
         ph.oldest_block = int(data["oldest_block"])
         ph.first_seq = int(data["first_seq"])
-        keys = unpack(data["cand_key"], "i8").tolist()
-        vals = unpack(data["cand_val"], "i8").reshape(-1, 3).tolist()
-        ph.cand = dict(zip(keys[-max_candidates:], vals[-max_candidates:], strict=True))
+        columns = [unpack(data[name], dt).tolist() for name, dt in
+                   (("cand_key", "i8"), ("cand_conv", "u4"), ("cand_seq", "i8"),
+                    ("cand_uses", "u4"))]
+        rows = list(zip(*columns, strict=True))[-max_candidates:]
+        ph.cand = {key: [conv, seq, uses] for key, conv, seq, uses in rows}
         ph.stock = {int(k): {"b": {int(b): [r, c] for b, r, c in v["b"]}, "rc": list(v["rc"])}
                     for k, v in data["stock"].items()}
         ph._cap_stock()
