@@ -16,8 +16,10 @@ from typing import Any
 from tqdm import tqdm
 
 from pipeline import __version__
+from pipeline.alerts.embedded import alerting_session
 from pipeline.events import RawRecord
 from pipeline.ingest import count_lines, read_records
+from pipeline.metrics import get_metrics
 from pipeline.process import BatchReport, Processor
 from pipeline.scoring import DetectorSuite
 from pipeline.settings import Settings
@@ -92,8 +94,9 @@ def build_processor(settings: Settings, run_id: str, mode: str, source: str,
     suite = DetectorSuite.from_names(settings.enabled_detectors(), settings.detector_options)
     suite.load()
     sink = Sink(engine)
+    sink.purge_expired_raw()
     sink.start_run(run_id, mode, source, suite.versions, __version__)
-    return Processor(settings, suite, sink, run_id=run_id)
+    return Processor(settings, suite, sink, run_id=run_id, on_batch=get_metrics().on_batch)
 
 
 def run(paths: Sequence[str], settings: Settings, progress: bool = True,
@@ -104,14 +107,16 @@ def run(paths: Sequence[str], settings: Settings, progress: bool = True,
     total = BatchReport()
     dlq_files: list[str] = []
     t0 = time.perf_counter()
-    with _signals(stop):
+    metrics = get_metrics()
+    with _signals(stop), alerting_session(settings, metrics):
         for path in paths:
             dlq = None if path == "-" else Path(f"{path}.dlq.jsonl")
             bar = tqdm(total=count_lines(path) if progress else None, disable=not progress,
                        desc=Path(path).name if path != "-" else "stdin", unit="turn",
                        leave=False)
             for batch in _batches(read_records(path), settings.batch_size, stop):
-                report = proc.process(batch)
+                with metrics.track(len(batch)):
+                    report = proc.process(batch)
                 total.merge(report)
                 bar.update(len(batch))
                 if dlq is not None and report.dead_letter_rows:

@@ -155,3 +155,26 @@ def test_settings_from_environment(monkeypatch):
     assert s.database_url == "sqlite:///x.db" and s.max_text_chars == 99
     with pytest.raises(Exception):
         s.max_text_chars = 5  # frozen
+
+
+def test_raw_text_is_opt_in_and_expires(sqlite_url, make_processor, tmp_path):  # type: ignore[no-untyped-def]
+    from datetime import UTC, datetime, timedelta
+
+    src = tmp_path / "t.jsonl"
+    src.write_text(json.dumps({"conversation_id": "r", "turn": 0, "role": "user",
+                               "text": "call me at 212-555-0188", "ts": "2026-11-20T10:00:00Z"}))
+    run_file(src, sqlite_url, make_processor)
+    engine = create_engine(sqlite_url)
+    with engine.connect() as conn:
+        assert conn.execute(text("select text_raw from turns")).scalar_one() is None
+    url2 = sqlite_url.replace("chatmon.db", "raw.db")
+    proc = make_processor(url2, keep_raw_text=True, raw_retention_days=1)
+    runner.run([str(src)], proc.settings, progress=False, processor=proc)
+    engine2 = create_engine(url2)
+    with engine2.begin() as conn:
+        assert "212-555-0188" in conn.execute(text("select text_raw from turns")).scalar_one()
+        past = datetime.now(UTC) - timedelta(days=2)
+        conn.execute(text("update turns set raw_expires_at = :p"), {"p": past})
+    assert proc.sink.purge_expired_raw() == 1
+    with engine2.connect() as conn:
+        assert conn.execute(text("select text_raw from turns")).scalar_one() is None

@@ -94,6 +94,18 @@ class Sink:
         except SQLAlchemyError as exc:
             raise SinkError(f"cannot record run: {type(exc).__name__}") from exc
 
+    def purge_expired_raw(self) -> int:
+        """Clear opt-in raw text whose retention has run out; returns the number of turns."""
+        try:
+            with self.engine.begin() as conn:
+                res = conn.execute(update(TurnRow).where(
+                    TurnRow.raw_expires_at.is_not(None),
+                    TurnRow.raw_expires_at < datetime.now(UTC),
+                ).values(text_raw=None, raw_expires_at=None))
+                return int(res.rowcount or 0)
+        except SQLAlchemyError as exc:
+            raise SinkError(f"cannot purge raw text: {type(exc).__name__}") from exc
+
     def finish_run(self, run_id: str, counts: dict[str, Any], duration_s: float) -> None:
         try:
             with self.engine.begin() as conn:
