@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -41,9 +41,29 @@ class Settings(BaseSettings):
 
     serve_token: SecretStr | None = None
     metrics_port: int | None = None
+    # Embedded alerting (pipeline/alerts/): on when a webhook is configured. Rules, thresholds
+    # and severities live in pipeline/alerts/rules.py; alert_rules overrides numbers per rule.
+    alert_webhook_url: SecretStr | None = None
+    alert_webhook_format: Literal["json", "slack", "pagerduty"] = "json"
+    alert_slack_webhook_url: SecretStr | None = None
+    alert_pagerduty_routing_key: SecretStr | None = None
+    alert_pagerduty_url: str = "https://events.pagerduty.com/v2/enqueue"
+    alert_cooldown_s: float = 300.0
+    alert_eval_interval_s: float = 5.0
+    alert_rules: dict[str, dict[str, float]] = Field(default_factory=dict)
     log_level: str = "WARNING"
 
     kafka_bootstrap: str = "127.0.0.1:9092"
+    # Kafka workers (chatmon worker / produce / topics; CLI flags override these).
+    kafka_group: str = "chatmon"
+    kafka_turns_topic: str = "turns"
+    kafka_phrases_topic: str = "phrases"
+    kafka_dlq_topic: str = "turns.dlq"
+    kafka_partitions: int = 8
+    kafka_batch_within_s: float = 0.5
+    kafka_session_timeout_s: float = 30.0
+    kafka_producer_max_batch_size: int = 16384
+    worker_web_port: int = 6066
 
     def enabled_detectors(self) -> tuple[str, ...]:
         from detectors.registry import REGISTRY

@@ -1,0 +1,106 @@
+"""Adapters between the processing function's stores and faust Tables.
+
+``Processor.process`` runs in a worker thread (inference off the event loop), but faust Tables
+may only be modified on the loop, inside stream iteration. So the adapters read through to the
+Table and *buffer* writes; the agent applies them on the loop with ``flush()`` after the batch
+was stored, or drops them with ``discard()`` when the batch is retried (sink outage), so a
+retried batch never appends a turn to a conversation's context twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, MutableMapping, Sequence
+from typing import Any
+
+from detectors.base import Turn
+from pipeline.context import turn_from_dict, turn_to_dict
+from pipeline.store.sink import Sink
+
+
+class TableContextStore:
+    """``ContextStore`` over a Table: conversation_id -> list of turn dicts (last ``max_turns``).
+
+    Keys are the UTF-8 bytes of the conversation id, serialised raw, so the changelog partition
+    the producer's partitioner picks (``use_partitioner``) is the partition of the turns topic
+    the conversation lives in (same key bytes, same hash, same partition count)."""
+
+    def __init__(self, table: MutableMapping[bytes, Any], max_turns: int) -> None:
+        self.table = table
+        self.max_turns = max_turns
+        self._pending: dict[str, list[dict[str, Any]]] = {}
+
+    def history(self, conversation_id: str) -> tuple[Turn, ...]:
+        rows = self._pending.get(conversation_id)
+        if rows is None:
+            rows = self.table.get(conversation_id.encode()) or []
+        return tuple(turn_from_dict(r) for r in rows)
+
+    def append(self, turn: Turn) -> None:
+        cid = turn.conversation_id
+        rows = self._pending.get(cid)
+        if rows is None:
+            rows = list(self.table.get(cid.encode()) or [])
+        rows.append(turn_to_dict(turn))
+        self._pending[cid] = rows[-self.max_turns:]
+
+    def flush(self) -> int:
+        """Write the buffered histories to the Table (call on the event loop)."""
+        n = len(self._pending)
+        for cid, rows in self._pending.items():
+            self.table[cid.encode()] = rows
+        self._pending.clear()
+        return n
+
+    def discard(self) -> None:
+        self._pending.clear()
+
+
+class TableStateStore:
+    """``StateStore`` over a plain Table whose values are the detector's bounded JSON state.
+
+    A plain Table rather than a faust windowed Table: the repetition detector already keeps its
+    own time window (``window_days``) and a bounded reply count inside the value, and needs the
+    whole window at once (phrase counts, near-duplicate sketches); a windowed Table would split
+    that into per-window values and duplicate the bounding the detector does itself.
+    """
+
+    def __init__(self, table: MutableMapping[bytes, Any]) -> None:
+        self.table = table
+        self._pending: dict[str, Any] = {}
+
+    def get(self, key: str) -> Any | None:
+        if key in self._pending:
+            return self._pending[key]
+        return self.table.get(key.encode())
+
+    def set(self, key: str, value: Any) -> None:
+        self._pending[key] = value
+
+    def flush(self) -> int:
+        n = len(self._pending)
+        for key, value in self._pending.items():
+            self.table[key.encode()] = value
+        self._pending.clear()
+        return n
+
+    def discard(self) -> None:
+        self._pending.clear()
+
+
+class FindingsSink:
+    """Stage 2's sink: the turns were stored by stage 1, so it writes only findings and dead
+    letters, and treats every turn as new (the repetition detector skips replies already in its
+    window, and finding ids are deterministic, so a redelivered turn adds nothing)."""
+
+    def __init__(self, sink: Sink) -> None:
+        self.sink = sink
+        self.engine = sink.engine
+        self.dialect = sink.dialect
+
+    def existing_hashes(self, ids: Sequence[str]) -> dict[str, str]:
+        return {}
+
+    def write(self, turns: Sequence[Mapping[str, Any]] = (),
+              findings: Sequence[Mapping[str, Any]] = (),
+              dead_letters: Sequence[Mapping[str, Any]] = ()) -> None:
+        self.sink.write((), findings, dead_letters)
