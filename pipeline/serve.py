@@ -16,8 +16,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.alerts.embedded import start_alerting
 from pipeline.errors import MissingExtraError
 from pipeline.events import RawRecord
+from pipeline.metrics import get_metrics, render_latest
 from pipeline.process import Processor
 from pipeline.settings import Settings
 
@@ -58,6 +60,10 @@ class Batcher:
         await self.queue.put(job)
         return await job.done
 
+    def _process(self, records: list[RawRecord]) -> Any:
+        with get_metrics().track(len(records)):
+            return self.processor.process(records)
+
     async def _loop(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
@@ -73,7 +79,7 @@ class Batcher:
                     break
             records = [r for j in jobs for r in j.records]
             try:
-                report = await asyncio.to_thread(self.processor.process, records)
+                report = await asyncio.to_thread(self._process, records)
             except Exception as exc:  # the store is down or similar: fail these requests
                 log.error("batch of %d events failed: %s", len(records), type(exc).__name__)
                 for j in jobs:
@@ -93,7 +99,7 @@ def create_app(settings: Settings, processor: Processor) -> Any:
     try:
         from starlette.applications import Starlette
         from starlette.requests import Request
-        from starlette.responses import JSONResponse
+        from starlette.responses import JSONResponse, Response
         from starlette.routing import Route
     except ImportError as exc:
         raise MissingExtraError("starlette", "serve") from exc
@@ -132,15 +138,23 @@ def create_app(settings: Settings, processor: Processor) -> Any:
     async def health(_request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "detectors": processor.suite.versions})
 
+    async def metrics(_request: Request) -> Response:
+        body, content_type = render_latest()
+        return Response(body, media_type=content_type)
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:
         await batcher.start()
+        alerting = start_alerting(settings, get_metrics())
         try:
             yield
         finally:
             await batcher.stop()
+            if alerting is not None:
+                await asyncio.to_thread(alerting.close)
 
-    routes = [Route("/v1/turns", ingest, methods=["POST"]), Route("/health", health)]
+    routes = [Route("/v1/turns", ingest, methods=["POST"]), Route("/health", health),
+              Route("/metrics", metrics)]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.processor = processor
     return app

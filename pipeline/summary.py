@@ -35,6 +35,7 @@ def render_summary(s: dict[str, Any]) -> str:
     lines += [
         "",
         f"results are in {s['database']}",
+        _metrics_line(s.get("metrics_endpoint")),
     ]
     if s["dead_letter_files"]:
         lines.append(f"dead letters also in {', '.join(s['dead_letter_files'])}")
@@ -47,3 +48,10 @@ def render_summary(s: dict[str, Any]) -> str:
         path = s["database"].removeprefix("sqlite:///")
         lines.append(f"  sqlite3 {path} 'select label, count(*) from findings group by label'")
     return "\n".join(lines)
+
+
+def _metrics_line(endpoint: str | None) -> str:
+    if endpoint:
+        return f"metrics endpoint: {endpoint} (Prometheus format, up while chatmon runs)"
+    return ("metrics endpoint: off (chatmon run --metrics-port PORT or CHATMON_METRICS_PORT; "
+            "chatmon serve has /metrics on its own port)")

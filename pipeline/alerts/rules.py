@@ -1,0 +1,144 @@
+"""Every alert rule, its threshold, window and severity: the ONE place.
+
+Both evaluators read this table: ``pipeline/alerts/promql.py`` renders it as Prometheus rules
+(``deploy/prometheus/chatmon-alerts.rules.yml``, re-rendered and compared in a test) and
+``pipeline/alerts/engine.py`` evaluates the same rules in process over sliding windows when
+chatmon runs without Prometheus. Operators override numbers per rule with
+``CHATMON_ALERT_RULES='{"ChatmonToxicityRate": {"threshold": 0.1}}'``.
+
+Severities: ``page`` wakes someone (PagerDuty), ``ticket`` goes to the team channel (Slack).
+The on-call section in ``docs/readme/alerts.md`` has one runbook line per rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Literal
+
+from pipeline.errors import ConfigError
+
+Severity = Literal["page", "ticket"]
+Kind = Literal["count", "ratio", "baseline_drop", "spike", "stalled", "dead_letter_ratio",
+               "error_ratio", "sink_errors", "lag"]
+MINUTE = 60.0
+HOUR = 3600.0
+DAY = 86400.0
+RATIO_KINDS = frozenset({"ratio", "baseline_drop", "spike", "dead_letter_ratio", "error_ratio"})
+TUNABLE = ("threshold", "window_s", "for_s", "min_volume", "baseline_s", "factor")
+
+
+@dataclass(frozen=True)
+class AlertRule:
+    name: str
+    severity: Severity
+    kind: Kind
+    # What is measured, over which window, and when it fires (see ``kind`` in promql.py).
+    threshold: float
+    window_s: float
+    summary: str  # {bot} {tenant} {detector} {value} are filled in by both evaluators
+    runbook: str  # what to check first: one line
+    for_s: float = 0.0
+    min_volume: float = 0.0  # turns (or events) the window must hold before a ratio counts
+    baseline_s: float = 0.0
+    factor: float = 0.0
+    detector: str = ""
+    label: str = ""
+    by: tuple[str, ...] = ("bot", "tenant")
+    embedded: bool = True  # False: no data for it without Kafka (consumer lag)
+
+
+RULES: tuple[AlertRule, ...] = (
+    AlertRule(
+        "ChatmonPIILeak", "page", "count", threshold=1, window_s=5 * MINUTE,
+        detector="pii", label="pii.leak",
+        summary="bot {bot} (tenant {tenant}) emitted PII the user did not give: {value} "
+                "flagged pii.leak findings",
+        runbook="chatmon findings --label pii.leak --bot BOT --flagged: which entity, which "
+                "conversations; check the bot's retrieval/context source and pull it if needed",
+    ),
+    AlertRule(
+        "ChatmonToxicityRate", "page", "ratio", threshold=0.05, window_s=15 * MINUTE,
+        min_volume=20, detector="toxicity",
+        summary="bot {bot} (tenant {tenant}): {value} of assistant turns flagged toxic",
+        runbook="chatmon findings --detector toxicity --bot BOT --flagged: a prompt injection "
+                "wave or a model/prompt change? compare with the model label and last deploy",
+    ),
+    AlertRule(
+        "ChatmonManipulationRate", "page", "ratio", threshold=0.05, window_s=15 * MINUTE,
+        min_volume=20, detector="manipulation",
+        summary="bot {bot} (tenant {tenant}): {value} of assistant turns flagged manipulative",
+        runbook="chatmon findings --detector manipulation --bot BOT --flagged: which cue "
+                "(dependence, guilt, urgency, data solicitation); check the last prompt change",
+    ),
+    AlertRule(
+        "ChatmonEmpathyDrop", "ticket", "baseline_drop", threshold=0.8, window_s=HOUR,
+        baseline_s=7 * DAY, min_volume=30, for_s=30 * MINUTE, detector="empathy",
+        label="empathy.score", by=("bot",),
+        summary="bot {bot}: mean empathy score fell to {value} of its 7-day mean",
+        runbook="weekly report / empathy dashboard for BOT: did the model or system prompt "
+                "change? read a few low-scoring turns with chatmon findings --label "
+                "empathy.score --bot BOT",
+    ),
+    AlertRule(
+        "ChatmonRepetitionSpike", "ticket", "spike", threshold=0.3, window_s=HOUR,
+        baseline_s=7 * DAY, factor=2.0, min_volume=30, for_s=15 * MINUTE,
+        detector="repetition", by=("bot",),
+        summary="bot {bot}: {value} of assistant turns flagged as formulaic repetition "
+                "(over twice its 7-day share)",
+        runbook="chatmon findings --detector repetition --bot BOT: which stock phrase or "
+                "template took over; check a prompt or decoding (temperature) change",
+    ),
+    AlertRule(
+        "ChatmonPipelineStalled", "page", "stalled", threshold=0, window_s=5 * MINUTE,
+        for_s=MINUTE, by=(),
+        summary="chatmon receives events but processed none in the window",
+        runbook="chatmon logs and /health: a hung detector batch, a locked database, or a "
+                "worker stuck in rebalance; restart the worker after saving its logs",
+    ),
+    AlertRule(
+        "ChatmonDeadLetterSurge", "ticket", "dead_letter_ratio", threshold=0.1,
+        window_s=10 * MINUTE, min_volume=50, by=(),
+        summary="{value} of incoming events were dead-lettered",
+        runbook="chatmon_dead_letters_total by reason, then the dead_letters table: a producer "
+                "schema change (missing fields, bad ts) is the usual cause",
+    ),
+    AlertRule(
+        "ChatmonDetectorErrors", "ticket", "error_ratio", threshold=0.01, window_s=10 * MINUTE,
+        by=("detector",),
+        summary="detector {detector} failed on {value} of processed events",
+        runbook="worker logs for the detector's exception (model files missing, out of "
+                "memory); its findings are missing while it fails",
+    ),
+    AlertRule(
+        "ChatmonSinkErrors", "page", "sink_errors", threshold=1, window_s=5 * MINUTE, by=(),
+        summary="the store rejected {value} batches",
+        runbook="database reachable? disk full? migrations applied (chatmon db upgrade)?",
+    ),
+    AlertRule(
+        "ChatmonConsumerLagGrowing", "page", "lag", threshold=1000, window_s=10 * MINUTE,
+        for_s=5 * MINUTE, by=("topic",), embedded=False,
+        summary="consumer lag on {topic} is {value} messages and growing",
+        runbook="worker count vs partitions, slow detector batches (chatmon_detector_batch_"
+                "seconds), a crashed worker; scale workers up to the partition count",
+    ),
+)
+
+
+def rules(overrides: Mapping[str, Mapping[str, float]] | None = None) -> tuple[AlertRule, ...]:
+    """The rules with per-rule numeric overrides applied (unknown names or fields are errors)."""
+    if not overrides:
+        return RULES
+    known = {r.name: r for r in RULES}
+    unknown = set(overrides) - set(known)
+    if unknown:
+        raise ConfigError(f"unknown alert rules {sorted(unknown)}; known: {sorted(known)}")
+    names = {f.name for f in fields(AlertRule)}
+    out = []
+    for rule in RULES:
+        change = dict(overrides.get(rule.name, {}))
+        bad = set(change) - set(TUNABLE)
+        if bad or not names.issuperset(change):
+            raise ConfigError(f"{rule.name}: only {', '.join(TUNABLE)} can be overridden")
+        out.append(replace(rule, **{k: float(v) for k, v in change.items()}))
+    return tuple(out)

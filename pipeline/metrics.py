@@ -1,0 +1,260 @@
+"""Prometheus metrics: every metric name in one place, the collectors, and the batch observer.
+
+Names are the series names as PromQL sees them (counters end in ``_total``). Dashboards and the
+alert rules (``pipeline/alerts/rules.py``) import them from here.
+
+Label cardinality is bounded: ``bot`` and ``tenant`` values go through :class:`LabelCap` (the
+first ``max_values`` distinct values are kept, later ones become ``other``); conversation ids and
+text never become labels.
+
+How each runtime wires it (one process-wide :func:`get_metrics` instance on prometheus_client's
+default registry):
+
+- embedded ``chatmon run``/``chatmon serve``: ``Processor(on_batch=get_metrics().on_batch)``
+  and ``with get_metrics().track(len(records)): processor.process(records)`` around each batch
+  (received events, batch latency, sink errors). ``serve`` mounts :func:`asgi_app` at
+  ``/metrics``; ``run --metrics-port`` calls :func:`start_http_server`.
+- faust workers (``pipeline/kafka/``): the same two calls around ``Processor.process``; report
+  consumer lag with ``get_metrics().set_consumer_lag(topic, partition, lag)``; expose the
+  registry on the worker's web port with ``@app.page("/metrics")`` returning
+  ``render_latest()`` (body and content type).
+
+Listeners (the embedded alert engine) receive the same events: ``get_metrics().add_listener(x)``
+where ``x`` has ``received(n)``, ``on_batch(report)`` and ``sink_error()``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Protocol
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+from pipeline.errors import SinkError
+
+if TYPE_CHECKING:
+    from pipeline.process import BatchReport
+
+PREFIX = "chatmon_"
+EVENTS_RECEIVED = "chatmon_events_received_total"
+EVENTS_PROCESSED = "chatmon_events_processed_total"
+TURNS_PROCESSED = "chatmon_turns_processed_total"
+FINDINGS = "chatmon_findings_total"
+FLAGGED_TURNS = "chatmon_flagged_turns_total"
+EMPATHY_SCORE = "chatmon_empathy_score"
+DETECTOR_SECONDS = "chatmon_detector_batch_seconds"
+DETECTOR_ERRORS = "chatmon_detector_errors_total"
+DEAD_LETTERS = "chatmon_dead_letters_total"
+SINK_ERRORS = "chatmon_sink_errors_total"
+BATCH_SECONDS = "chatmon_batch_seconds"
+CONSUMER_LAG = "chatmon_consumer_lag"
+LABEL_VALUES_CAPPED = "chatmon_label_values_capped_total"
+
+ALL_METRICS = (EVENTS_RECEIVED, EVENTS_PROCESSED, TURNS_PROCESSED, FINDINGS, FLAGGED_TURNS,
+               EMPATHY_SCORE, DETECTOR_SECONDS, DETECTOR_ERRORS, DEAD_LETTERS, SINK_ERRORS,
+               BATCH_SECONDS, CONSUMER_LAG, LABEL_VALUES_CAPPED)
+
+EMPATHY_LABEL = "empathy.score"
+MAX_LABEL_VALUES = 200
+OTHER = "other"
+NONE = "none"
+SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class Listener(Protocol):
+    def received(self, n: int) -> None: ...
+
+    def on_batch(self, report: BatchReport) -> None: ...
+
+    def sink_error(self) -> None: ...
+
+
+class LabelCap:
+    """Keeps the first ``max_values`` distinct values of one label; later ones map to ``other``.
+    An empty value maps to ``none``."""
+
+    def __init__(self, max_values: int = MAX_LABEL_VALUES) -> None:
+        self.max_values = max_values
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+        self.capped = 0
+
+    def __call__(self, value: str | None) -> str:
+        if not value:
+            return NONE
+        if value in self._seen:
+            return value
+        with self._lock:
+            if len(self._seen) < self.max_values:
+                self._seen.add(value)
+                return value
+            self.capped += 1
+            return OTHER
+
+
+def _name(series: str) -> str:
+    """prometheus_client adds ``_total`` to counters itself."""
+    return series.removesuffix("_total")
+
+
+class PipelineMetrics:
+    """The collectors on one registry, and the observer that updates them from batch reports."""
+
+    def __init__(self, registry: CollectorRegistry = REGISTRY,
+                 max_label_values: int = MAX_LABEL_VALUES) -> None:
+        self.registry = registry
+        self.bots = LabelCap(max_label_values)
+        self.tenants = LabelCap(max_label_values)
+        self.listeners: list[Listener] = []
+        r = registry
+        self.received_c = Counter(_name(EVENTS_RECEIVED), "Events handed to the pipeline "
+                                  "(before validation).", registry=r)
+        self.processed_c = Counter(_name(EVENTS_PROCESSED), "Events through the processing "
+                                   "function (stored, skipped or dead-lettered).", registry=r)
+        self.turns_c = Counter(_name(TURNS_PROCESSED), "Valid turns stored.",
+                               ["bot", "tenant", "role"], registry=r)
+        self.findings_c = Counter(_name(FINDINGS), "Stored findings; flagged=true when the "
+                                  "policy threshold is reached.",
+                                  ["detector", "label", "bot", "tenant", "flagged"], registry=r)
+        self.flagged_turns_c = Counter(_name(FLAGGED_TURNS), "Turns with at least one flagged "
+                                       "finding of a detector.", ["detector", "bot", "tenant"],
+                                       registry=r)
+        self.empathy_h = Histogram(EMPATHY_SCORE, "empathy.score of assistant turns.", ["bot"],
+                                   buckets=SCORE_BUCKETS, registry=r)
+        self.detector_h = Histogram(DETECTOR_SECONDS, "Seconds a detector spent on one batch.",
+                                    ["detector"], buckets=LATENCY_BUCKETS, registry=r)
+        self.detector_errors_c = Counter(_name(DETECTOR_ERRORS), "Turns a detector failed on.",
+                                         ["detector"], registry=r)
+        self.dead_letters_c = Counter(_name(DEAD_LETTERS), "Events dead-lettered, by reason.",
+                                      ["reason"], registry=r)
+        self.sink_errors_c = Counter(_name(SINK_ERRORS), "Batches the store could not write.",
+                                     registry=r)
+        self.batch_h = Histogram(BATCH_SECONDS, "Seconds to process and store one batch.",
+                                 buckets=LATENCY_BUCKETS, registry=r)
+        self.lag_g = Gauge(CONSUMER_LAG, "Kafka consumer lag in messages.",
+                           ["topic", "partition"], registry=r)
+        self.capped_c = Counter(_name(LABEL_VALUES_CAPPED), "Label values replaced by 'other' "
+                                "because the label reached its cap.", ["label"], registry=r)
+
+    def add_listener(self, listener: Listener) -> None:
+        self.listeners.append(listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        if listener in self.listeners:
+            self.listeners.remove(listener)
+
+    def received(self, n: int) -> None:
+        self.received_c.inc(n)
+        for lst in self.listeners:
+            lst.received(n)
+
+    def sink_error(self) -> None:
+        self.sink_errors_c.inc()
+        for lst in self.listeners:
+            lst.sink_error()
+
+    def set_consumer_lag(self, topic: str, partition: int, lag: int) -> None:
+        self.lag_g.labels(topic=topic, partition=str(partition)).set(lag)
+
+    @contextmanager
+    def track(self, n_records: int) -> Iterator[None]:
+        """Around one call of ``Processor.process``: counts the events received before
+        processing (so a stalled pipeline shows input without output), the batch latency, and
+        a failing store."""
+        self.received(n_records)
+        t0 = time.perf_counter()
+        try:
+            yield
+        except SinkError:
+            self.sink_error()
+            raise
+        finally:
+            self.batch_h.observe(time.perf_counter() - t0)
+
+    def on_batch(self, report: BatchReport) -> None:
+        """The ``Processor(on_batch=...)`` observer."""
+        self.processed_c.inc(report.records)
+        for row in report.turn_rows:
+            self.turns_c.labels(bot=self._bot(row), tenant=self._tenant(row),
+                                role=row["role"]).inc()
+        self._findings(report.finding_rows)
+        for det, seconds in report.detector_seconds.items():
+            self.detector_h.labels(detector=det).observe(seconds)
+        for det, n in report.detector_errors.items():
+            self.detector_errors_c.labels(detector=det).inc(n)
+        for reason, n in report.dead_letters.items():
+            self.dead_letters_c.labels(reason=reason).inc(n)
+        for lst in self.listeners:
+            lst.on_batch(report)
+
+    def _findings(self, rows: list[dict[str, Any]]) -> None:
+        flagged_turns: set[tuple[str, str, str, str]] = set()
+        for row in rows:
+            bot, tenant = self._bot(row), self._tenant(row)
+            flagged = bool(row["flagged"])
+            self.findings_c.labels(detector=row["detector"], label=row["label"], bot=bot,
+                                   tenant=tenant, flagged=str(flagged).lower()).inc()
+            if flagged:
+                flagged_turns.add((row["turn_id"], row["detector"], bot, tenant))
+            if row["label"] == EMPATHY_LABEL:
+                self.empathy_h.labels(bot=bot).observe(float(row["score"]))
+        for _, det, bot, tenant in flagged_turns:
+            self.flagged_turns_c.labels(detector=det, bot=bot, tenant=tenant).inc()
+
+    def _bot(self, row: dict[str, Any]) -> str:
+        return self._capped(self.bots, "bot", row.get("bot_id"))
+
+    def _tenant(self, row: dict[str, Any]) -> str:
+        return self._capped(self.tenants, "tenant", row.get("tenant"))
+
+    def _capped(self, cap: LabelCap, label: str, value: str | None) -> str:
+        out = cap(value)
+        if out == OTHER and value != OTHER:
+            self.capped_c.labels(label=label).inc()
+        return out
+
+
+_DEFAULT: PipelineMetrics | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def get_metrics() -> PipelineMetrics:
+    """The process-wide instance on prometheus_client's default registry (created once)."""
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None:
+            _DEFAULT = PipelineMetrics(REGISTRY)
+        return _DEFAULT
+
+
+def render_latest(registry: CollectorRegistry = REGISTRY) -> tuple[bytes, str]:
+    """The exposition body and its content type, for any web framework's ``/metrics`` page."""
+    return generate_latest(registry), CONTENT_TYPE_LATEST
+
+
+def asgi_app(registry: CollectorRegistry = REGISTRY) -> Any:
+    """An ASGI app serving the registry (``chatmon serve`` mounts it at ``/metrics``)."""
+    from prometheus_client import make_asgi_app
+
+    return make_asgi_app(registry)
+
+
+def start_http_server(port: int, addr: str = "127.0.0.1",
+                      registry: CollectorRegistry = REGISTRY) -> str:
+    """Serve ``/metrics`` from a background thread; returns the endpoint URL."""
+    from prometheus_client import start_http_server as _start
+
+    server, _thread = _start(port, addr=addr, registry=registry)
+    return f"http://{addr}:{server.server_port}/metrics"
