@@ -16,24 +16,10 @@ import re
 from collections.abc import Callable, Sequence
 
 from pipeline import metrics as m
-from pipeline.alerts.rules import RATIO_KINDS, RULES, AlertRule
+from pipeline.alerts.rules import RATIO_KINDS, RULES, AlertRule, duration
 
 GROUP = "chatmon"
 RUNBOOK_DOC = "docs/readme/alerts.md#{anchor}"
-
-
-def duration(seconds: float) -> str:
-    """Seconds as a Prometheus duration (``90`` -> ``1m30s``; ``0.5`` -> ``500ms``)."""
-    ms = round(seconds * 1000)
-    if ms <= 0:
-        return "0s"
-    out = ""
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000),
-                       ("ms", 1)):
-        n, ms = divmod(ms, size)
-        if n:
-            out += f"{n}{unit}"
-    return out
 
 
 def _by(rule: AlertRule) -> str:

@@ -125,6 +125,50 @@ RULES: tuple[AlertRule, ...] = (
 )
 
 
+def duration(seconds: float) -> str:
+    """Seconds as a Prometheus duration (``90`` -> ``1m30s``; ``0.5`` -> ``500ms``)."""
+    ms = round(seconds * 1000)
+    if ms <= 0:
+        return "0s"
+    out = ""
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000),
+                       ("ms", 1)):
+        n, ms = divmod(ms, size)
+        if n:
+            out += f"{n}{unit}"
+    return out
+
+
+CONDITION = {
+    "count": "flagged `{label}` findings in the window >= {threshold:g}",
+    "ratio": "share of assistant turns with a flagged {detector} finding > {threshold:.0%} "
+             "(at least {min_volume:g} assistant turns)",
+    "baseline_drop": "mean empathy score < {threshold:.0%} of the bot's mean over {baseline} "
+                     "(at least {min_volume:g} scored turns)",
+    "spike": "share of turns with flagged repetition > {threshold:.0%} and > {factor:g}x its "
+             "share over {baseline} (at least {min_volume:g} turns)",
+    "stalled": "events received but none processed",
+    "dead_letter_ratio": "dead-lettered / received > {threshold:.0%} (at least {min_volume:g} "
+                         "events)",
+    "error_ratio": "turns a detector failed on / processed events > {threshold:.0%}",
+    "sink_errors": "failed store writes >= {threshold:g}",
+    "lag": "consumer lag > {threshold:g} messages and growing over the window",
+}
+
+
+def thresholds_table(table: tuple[AlertRule, ...] = RULES) -> str:
+    """The markdown thresholds table of the on-call section (a test keeps the docs in sync)."""
+    lines = ["| alert | severity | fires when | window | for | per |",
+             "|---|---|---|---|---|---|"]
+    for r in table:
+        cond = CONDITION[r.kind].format(label=r.label, detector=r.detector, threshold=r.threshold,
+                                        min_volume=r.min_volume, factor=r.factor,
+                                        baseline=duration(r.baseline_s))
+        lines.append(f"| {r.name} | {r.severity} | {cond} | {duration(r.window_s)} | "
+                     f"{duration(r.for_s) if r.for_s else '-'} | {', '.join(r.by) or 'instance'} |")
+    return "\n".join(lines) + "\n"
+
+
 def rules(overrides: Mapping[str, Mapping[str, float]] | None = None) -> tuple[AlertRule, ...]:
     """The rules with per-rule numeric overrides applied (unknown names or fields are errors)."""
     if not overrides:
