@@ -9,16 +9,20 @@ from typing import Any
 import numpy as np
 
 from detectors.empathy.build import EMOTIONS, TACTICS
-from detectors.empathy.flags import ReplyAnalysis
+from detectors.empathy.flags import EMPATHIC_TACTICS, ReplyAnalysis
 from detectors.empathy.model import MECHANISMS, EmpathyModel, alignment
 from detectors.features import EMBEDDING, PROMPT_EMBEDDING, SENTENCE_EMBEDDINGS, SENTENCES
 
 # Level cut points per mechanism (score >= first -> level 1, >= second -> level 2). Model
 # parameters picked for macro-F1 on the EPITOME dev half (see docs/models/empathy.md).
-LEVEL_CUTS = {"er": (0.45, 0.85), "ip": (0.45, 0.80), "ex": (0.45, 0.75)}
+LEVEL_CUTS = {"er": (0.425, 0.85), "ip": (0.775, 0.85), "ex": (0.425, 0.575)}
 # Weights of the overall empathy score: mechanisms, then emotion alignment.
-OVERALL_WEIGHTS = np.array([0.35, 0.35, 0.2], dtype=np.float32)
+OVERALL_WEIGHTS = np.array([0.4, 0.35, 0.15], dtype=np.float32)
 ALIGNMENT_WEIGHT = 0.1
+# Breadth: empathic sentences (validation, paraphrasing, emotional expression, reassurance,
+# empowerment), counted up to BREADTH_CAP so that padding past it earns nothing.
+BREADTH_WEIGHT = 0.15
+BREADTH_CAP = 3
 _QUESTION_OK = frozenset({"questioning", "assistance"})
 _ADVICE = TACTICS.index("advice")
 
@@ -121,7 +125,7 @@ def analyse(
     probs = model.tactic_probs(sent_emb) if len(spans) else np.zeros((0, len(TACTICS)))
     tactics, tactic_p = _tactics(sentences, probs)
     sent_mech, cues = model.sentence_mechanisms(sentences, probs)
-    mech = model.reply_mechanisms(sent_mech) if mech_override is None else mech_override
+    mech = model.reply_mechanisms(sent_mech, text) if mech_override is None else mech_override
     user = model.user_emotion(feats.get(PROMPT_EMBEDDING), prompt_text)
     reply_emo = model.reply_emotion(sent_emb, feats.get(EMBEDDING))
     align = alignment(user, reply_emo)
@@ -130,6 +134,9 @@ def analyse(
         advice_p=probs[:, _ADVICE] if len(spans) else np.zeros(0), sent_mech=sent_mech,
         mech=np.asarray(mech, dtype=np.float32), user_emotion=user, words=len(text.split()),
     )
-    overall = float(OVERALL_WEIGHTS @ reply.mech + ALIGNMENT_WEIGHT * align)
+    breadth = min(1.0, sum(t in EMPATHIC_TACTICS for t in tactics) / BREADTH_CAP)
+    total = OVERALL_WEIGHTS.sum() + ALIGNMENT_WEIGHT + BREADTH_WEIGHT
+    overall = float(OVERALL_WEIGHTS @ reply.mech + ALIGNMENT_WEIGHT * align + BREADTH_WEIGHT * breadth)
+    overall /= float(total)
     levels = tuple(level(m, float(reply.mech[j])) for j, m in enumerate(MECHANISMS))
     return TurnAnalysis(reply, cues, reply_emo, align, overall, levels)  # type: ignore[arg-type]

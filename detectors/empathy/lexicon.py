@@ -28,7 +28,13 @@ ER_CUES = _compile({
     "care": r"\bi\s+(?:really\s+)?(?:care about you|am worried about you|'m worried about you|feel for you)\b",
     "glad": r"\bi'?m\s+(?:so\s+|really\s+)?(?:glad|happy|proud)\s+(?:you|for you|of you|to hear)\b",
     "congrats": r"\bcongrat(?:s|ulations)\b",
+    "offer": r"\b(?:want|like) to talk\b|\bfeel free to (?:pm|dm|message|talk|reach)\b|\b(?:pm|dm|message) me\b|\binbox is (?:always )?open\b|\bhere (?:for you|if you)\b|\bi'?m here\b|\bwanna talk\b",
+    "feel_you": r"\bi feel (?:you|for you|your pain)\b|\bi(?:'m| am) (?:so )?sorry\b|:\(|\bstay strong\b",
+    "positive": r"\b(?:that'?s|thats|how|so) (?:great|awesome|amazing|wonderful|good to hear|fantastic)\b|\bgood for you\b|\bwell done\b",
 })
+
+# First-person words: peer supporters interpret by sharing their own experience (EPITOME IP).
+FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|i'm|im|i've|ive|i'd|i'll)\b", _I)
 
 # Interpretations: communicating an understanding of the feelings or the experience.
 IP_CUES = _compile({
@@ -47,7 +53,8 @@ IP_CUES = _compile({
 EX_CUES = _compile({
     "question": r"\?\s*$",
     "feeling_q": r"\b(?:how|what)\b[^?.!]{0,40}\b(?:feel|feeling|going on|happened|holding up|bothering|hardest|on your mind)\b[^?.!]*\?",
-    "invite": r"\b(?:tell me more|want to talk|like to talk|care to share|like to share|want to share|here to listen)\b",
+    "invite": r"\b(?:tell (?:me|us) (?:more|about|what)|want to talk|like to talk|care to share|like to share|want to share|here to listen)\b",
+    "wh_you": r"^\W*(?:but\s+|so\s+|and\s+)?(?:what|why|how|when|where|who|are you|do you|did you|have you|is it|is there)\b[^.!]*\b(?:you|your)\b",
 })
 
 # Formulaic restatement of the user's emotion ("It sounds like you're feeling X", "I understand that

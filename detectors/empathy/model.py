@@ -50,9 +50,11 @@ EMOTION_SIM = np.array([
 class ModelParams:
     """Tunable constants of the offline model (not policy: they shape scores, not flags)."""
 
-    cue_weight: float = 0.5  # how much one fired cue adds to a sentence's mechanism score
+    cue_weight: float = 0.7  # how much one fired cue adds to a sentence's mechanism score
     emotion_temperature: float = 0.05  # softmax temperature over prototype similarities
     second_weight: float = 0.3  # weight of the second-best sentence in the reply score
+    first_person_weight: float = 0.7  # how much first-person sharing adds to interpretations
+    first_person_norm: float = 6.0  # first-person words at which sharing counts fully
     reply_neutral_bias: float = 0.03  # a reply is neutral unless a sentence carries an emotion
 
 
@@ -107,15 +109,19 @@ class EmpathyModel:
         w = self.params.cue_weight
         return 1.0 - (1.0 - base) * (1.0 - w * cues), names
 
-    def reply_mechanisms(self, sent_mech: np.ndarray) -> np.ndarray:
-        """Reply-level mechanism scores: best sentence plus a little of the second best, so that a
-        long reply is not rewarded for its length (a sum would be)."""
+    def reply_mechanisms(self, sent_mech: np.ndarray, text: str) -> np.ndarray:
+        """Reply-level mechanism scores: the best sentence plus a little of the second best (a sum
+        would reward length), and for interpretations the amount of first-person sharing (peer
+        supporters interpret by relating their own experience)."""
         if len(sent_mech) == 0:
             return np.zeros(3, dtype=np.float32)
         top = np.sort(sent_mech, axis=0)[::-1]
         second = top[1] if len(top) > 1 else np.zeros(3, dtype=np.float32)
-        sw = self.params.second_weight
-        return np.clip(top[0] + sw * second * (1.0 - top[0]), 0.0, 1.0)
+        p = self.params
+        out = top[0] + p.second_weight * second * (1.0 - top[0])
+        sharing = min(1.0, len(lexicon.FIRST_PERSON.findall(text)) / p.first_person_norm)
+        out[1] = 1.0 - (1.0 - out[1]) * (1.0 - p.first_person_weight * sharing)
+        return np.clip(out, 0.0, 1.0)
 
     def _emotion(self, emb: np.ndarray, protos: np.ndarray, labels: np.ndarray) -> np.ndarray:
         sims = np.atleast_2d(emb) @ protos.T  # (n, n_protos)

@@ -39,7 +39,7 @@ MECHANISM_CASES = [
      {"er": 1, "ex": 1}, {}),
     ("I lost my father two years ago and I know exactly how much this hurts.", GRIEF,
      {"ip": 1}, {"ex": 0}),
-    ("What happened? Do you want to talk about how you're feeling?", GRIEF, {"ex": 1}, {"er": 0}),
+    ("What happened? How long have you felt like this?", GRIEF, {"ex": 1}, {"er": 0}),
     ("Sending you a big hug. I'm so sorry.", GRIEF, {"er": 1}, {"ex": 0}),
     ("We are open from 9am to 5pm on Saturdays.", PLAIN, {}, {"er": 0, "ip": 0, "ex": 0}),
     ("Restart the router and wait two minutes.", PLAIN, {}, {"er": 0, "ex": 0}),
