@@ -9,6 +9,7 @@ not be known as repeated when they streamed by, but the window numbers include t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -101,14 +102,16 @@ class Phrases:
                 del self.stock[key]
 
     def to_json(self) -> dict[str, Any]:
-        rows = list(self.cand.items())
+        keys = np.fromiter(self.cand.keys(), dtype=np.int64, count=len(self.cand))
+        vals = np.fromiter(chain.from_iterable(self.cand.values()), dtype=np.int64,
+                           count=3 * len(self.cand)).reshape(-1, 3)
         return {
             "oldest_block": self.oldest_block,
             "first_seq": self.first_seq,
-            "cand_key": pack(np.array([k for k, _ in rows], dtype=np.int64)),
-            "cand_conv": pack(np.array([v[0] for _, v in rows], dtype=np.uint32)),
-            "cand_seq": pack(np.array([v[1] for _, v in rows], dtype=np.int64)),
-            "cand_uses": pack(np.array([v[2] for _, v in rows], dtype=np.uint32)),
+            "cand_key": pack(keys),
+            "cand_conv": pack(vals[:, 0].astype(np.uint32)),
+            "cand_seq": pack(vals[:, 1]),
+            "cand_uses": pack(vals[:, 2].astype(np.uint32)),
             "stock": {str(k): {"b": [[b, c[0], c[1]] for b, c in v["b"].items()], "rc": v["rc"]}
                       for k, v in self.stock.items()},
         }
