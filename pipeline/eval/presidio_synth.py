@@ -115,7 +115,10 @@ def prf(c: Counter[str], entities: Sequence[str]) -> dict[str, float]:
     pred = sum(c[f"pred|{e}"] for e in entities)
     recall = sum(c[f"tp_gold|{e}"] for e in entities) / gold if gold else float("nan")
     precision = sum(c[f"tp_pred|{e}"] for e in entities) / pred if pred else float("nan")
-    f1 = 2 * recall * precision / (recall + precision) if recall + precision > 0 else 0.0
+    if recall != recall and precision != precision:  # no gold and no prediction: undefined
+        return {"recall": recall, "precision": precision, "f1": float("nan")}
+    r, p = (0.0 if v != v else v for v in (recall, precision))
+    f1 = 2 * r * p / (r + p) if r + p > 0 else 0.0
     return {"recall": recall, "precision": precision, "f1": f1}
 
 

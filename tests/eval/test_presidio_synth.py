@@ -4,6 +4,7 @@ fixture written for this test in the set's original layout (``synth_dataset_v2.j
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from pathlib import Path
 
@@ -28,7 +29,8 @@ def test_overlap_matching_and_micro_metrics() -> None:
     assert prf(lenient, SCORED)["recall"] == 1.0
     assert prf(strict, SCORED)["recall"] == 0.75
     assert prf(lenient, SCORED)["precision"] == 0.5  # 2 of 4 predictions overlap a same-type gold
-    assert prf(Counter(), ["PERSON"])["f1"] == 0.0
+    assert math.isnan(prf(Counter(), ["PERSON"])["f1"])  # no gold, no prediction
+    assert prf(Counter({"gold|PERSON": 2}), ["PERSON"])["f1"] == 0.0  # all missed
 
 
 def test_mapping_keeps_scored_types_only() -> None:
