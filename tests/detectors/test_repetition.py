@@ -32,10 +32,12 @@ def make_input() -> MakeInput:
 
 def run(steps: Sequence[Step], make_input: MakeInput, batch: int = 1,
         detector: RepetitionDetector | None = None,
-        store: DictStateStore | None = None) -> list[list[Finding]]:
+        store: DictStateStore | None = None, bots: int = 1) -> list[list[Finding]]:
     det = detector or RepetitionDetector()
     store = store if store is not None else DictStateStore()
-    items = [make_input(c, t, x, store, seconds=i) for i, (c, t, x) in enumerate(steps)]
+    items = [make_input(c, t, x, store, seconds=i,
+                        bot="shopbot" if bots == 1 else f"bot{i % bots}")
+             for i, (c, t, x) in enumerate(steps)]
     out: list[list[Finding]] = []
     for i in range(0, len(items), batch):
         out.extend(det.score(items[i: i + batch]))
@@ -142,13 +144,40 @@ def _steps(n: int) -> list[Step]:
             for i in range(n)]
 
 
-@pytest.mark.parametrize("batch", [4, 16, 60])
-def test_batch_equals_one_by_one(batch: int, make_input: MakeInput) -> None:
+@pytest.mark.parametrize("batch,bots", [(4, 1), (16, 1), (60, 1), (16, 2), (60, 3)])
+def test_batch_equals_one_by_one(batch: int, bots: int, make_input: MakeInput) -> None:
     steps = _steps(60)
-    one = run(steps, make_input, batch=1, detector=RepetitionDetector(min_window=5))
-    many = run(steps, make_input, batch=batch, detector=RepetitionDetector(min_window=5))
+    one = run(steps, make_input, batch=1, detector=RepetitionDetector(min_window=5), bots=bots)
+    many = run(steps, make_input, batch=batch, detector=RepetitionDetector(min_window=5),
+               bots=bots)
     assert one == many
-    assert sum(len(labelled(f, "stock_phrase")) for f in one) > 20
+    assert sum(len(labelled(f, "stock_phrase")) for f in one) > 10
+
+
+def test_a_failing_batch_leaves_no_half_state(make_input: MakeInput,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """If a batch raises midway, the next batch starts from the last stored state, not from
+    the half-updated working copy."""
+    steps = _steps(12)
+    ref_store = DictStateStore()
+    ref = run(steps[:4] + steps[8:], make_input, store=ref_store)
+    store = DictStateStore()
+    det = RepetitionDetector()
+    items = [make_input(c, t, x, store, seconds=i) for i, (c, t, x) in enumerate(steps)]
+    det.score(items[:4])
+    real = det._score_one
+
+    def flaky(item: ScoringInput, st: object) -> list[Finding]:
+        if item.turn.turn == 6:
+            raise RuntimeError("boom")
+        return real(item, st)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(det, "_score_one", flaky)
+    with pytest.raises(RuntimeError):
+        det.score(items[4:8])
+    monkeypatch.undo()
+    later = det.score(items[8:])
+    assert later == ref[4:]
 
 
 def test_state_json_round_trip_like_a_faust_table(make_input: MakeInput) -> None:
