@@ -5,6 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 CONSTRAINTS := -c constraints.txt
 STAMP  := $(VENV)/.installed
+METRICS_PORT ?= 9464
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
@@ -27,7 +28,7 @@ system-deps:
 
 run: install
 	$(VENV)/bin/chatmon db upgrade
-	$(VENV)/bin/chatmon run examples/transcripts.jsonl
+	$(VENV)/bin/chatmon run --metrics-port $(METRICS_PORT) examples/transcripts.jsonl
 
 test: install system-deps
 	$(PY) -m pytest -q
