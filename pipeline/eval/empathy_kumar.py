@@ -24,6 +24,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -65,6 +66,14 @@ LEND_DIMS = {
 }
 
 
+def _number(v: str | None) -> float | None:
+    """A rating cell as a number; None for blanks and id-like columns (e.g. ``rp_id``)."""
+    try:
+        return float(v) if v not in ("", None) else None
+    except ValueError:
+        return None
+
+
 def expert_median(path: Path, framework: str, id_col: str) -> dict[str, dict[str, float]]:
     """item id -> dimension -> median of the three experts."""
     files = require(path / "annotations" / framework, *(f"{e}_ratings.csv" for e in EXPERTS))
@@ -73,8 +82,9 @@ def expert_median(path: Path, framework: str, id_col: str) -> dict[str, dict[str
         for row in read_csv(file, (id_col,)):
             item = per.setdefault(row[id_col], {})
             for k, v in row.items():
-                if k != id_col and k and v not in ("", None):
-                    item.setdefault(k, []).append(float(v))
+                value = _number(v)
+                if k != id_col and k and value is not None:
+                    item.setdefault(k, []).append(value)
     return {i: {k: statistics.median(v) for k, v in d.items()} for i, d in per.items()}
 
 
@@ -125,19 +135,26 @@ def _conversations(path: Path, file: str, id_col: str, settings: Settings) -> di
 def evaluate_kumar(path: Path, settings: Settings) -> EvalResult:
     (ep_file,) = require(path / "original_data", "sample_epitome.csv")
     ep_rows = read_csv(ep_file, ("sp_id", "seeker_post", "response_post"))
-    ep_found = score_items([simple_input(r["response_post"], prompt=r["seeker_post"]) for r in ep_rows], settings)
-    detail: dict[str, dict[str, float]] = {
-        "epitome": _correlate(expert_median(path, "epitome", "sp_id"),
-                              _by_item([r["sp_id"] for r in ep_rows], ep_found), EPITOME_DIMS),
-        "empatheticdialogues": _correlate(
-            expert_median(path, "empatheticdialogues", "conv_id"),
-            _conversations(path, "sample_empatheticdialogues.csv", "conv_id", settings), ED_DIMS),
-        "lend_an_ear": _correlate(
-            expert_median(path, "lend_an_ear", "conversation_id"),
-            _conversations(path, "sample_lend_an_ear_conversations.csv", "conversation_id", settings),
-            LEND_DIMS),
+    ep_items = [simple_input(r["response_post"], prompt=r["seeker_post"]) for r in ep_rows]
+    measured = {
+        "epitome": _by_item([r["sp_id"] for r in ep_rows], score_items(ep_items, settings)),
+        "empatheticdialogues": _conversations(
+            path, "sample_empatheticdialogues.csv", "conv_id", settings),
+        "lend_an_ear": _conversations(
+            path, "sample_lend_an_ear_conversations.csv", "conversation_id", settings),
     }
+    frameworks = {
+        "epitome": ("sp_id", EPITOME_DIMS),
+        "empatheticdialogues": ("conv_id", ED_DIMS),
+        "lend_an_ear": ("conversation_id", LEND_DIMS),
+    }
+    detail: dict[str, Any] = {}
+    n = 0
+    for name, (id_col, dims) in frameworks.items():
+        gold = expert_median(path, name, id_col)
+        detail[name] = _correlate(gold, measured[name], dims)
+        n += sum(1 for i in gold if measured[name].get(i))
     values = [v for d in detail.values() for v in d.values() if not np.isnan(v)]
-    n = len(ep_rows) + sum(1 for _ in detail["empatheticdialogues"]) * 0
     metrics = {"spearman_expert": float(np.mean(values)) if values else float("nan")}
-    return EvalResult("kumar", DETECTOR, n, metrics, {**detail, "skipped": ["perceived_empathy (no texts)"]})
+    detail["skipped"] = ["perceived_empathy (no texts in the set)"]
+    return EvalResult("kumar", DETECTOR, n, metrics, detail)
