@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
 from pipeline.errors import SinkError
@@ -49,9 +50,13 @@ def dlq_headers(row: dict[str, Any]) -> list[tuple[str, bytes]]:
 
 
 class Stage:
+    first_backoff_s = 0.5
+
     def __init__(self, name: str, processor: Processor, buffers: Sequence[Buffered],
-                 stats: WorkerStats, send_dlq: Send, forward: Forward | None = None) -> None:
+                 stats: WorkerStats, send_dlq: Send, forward: Forward | None = None,
+                 track: Callable[[int], AbstractContextManager[Any]] | None = None) -> None:
         self.name = name
+        self.track = track or (lambda _n: nullcontext())
         self.processor = processor
         self.buffers = list(buffers)
         self.stats = stats
@@ -111,7 +116,8 @@ class Stage:
 
     async def _process(self, records: Sequence[RawRecord]) -> BatchReport:
         try:
-            return await self.run_blocking(self.processor.process, records)
+            with self.track(len(records)):  # Prometheus: received, batch latency, sink errors
+                return await self.run_blocking(self.processor.process, records)
         except BaseException:
             for buf in self.buffers:  # the batch will be retried: forget its buffered writes
                 buf.discard()
@@ -119,7 +125,7 @@ class Stage:
 
     async def _retrying(self, attempt: Callable[[], Awaitable[Any]]) -> Any:
         """Retry while the sink is down, with exponential backoff; other errors propagate."""
-        delay = 0.5
+        delay = self.first_backoff_s
         while True:
             try:
                 result = await attempt()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from pipeline.kafka.agents import Stage
 from pipeline.kafka.lag import WorkerStats
 from pipeline.kafka.phrases import assistant_turn_ids, stored_phrases
 from pipeline.kafka.tables import FindingsSink, TableContextStore, TableStateStore
+from pipeline.metrics import get_metrics, render_latest
 from pipeline.process import Processor
 from pipeline.scoring import DetectorSuite
 from pipeline.settings import Settings
@@ -83,13 +84,15 @@ def build_processors(settings: Settings, migrate: bool) -> Processors:
     run_id = str(uuid.uuid4())
     versions = {**first.versions, **(second.versions if second else {})}
     sink.start_run(run_id, "worker", settings.kafka_bootstrap, versions, __version__)
+    metrics = get_metrics()
     first.load()
-    p1 = Processor(settings, first, sink, run_id=run_id)
+    p1 = Processor(settings, first, sink, run_id=run_id, on_batch=metrics.on_batch)
     p2 = None
     if second is not None:
         second.load()
         p2 = Processor(settings, second, FindingsSink(sink),  # type: ignore[arg-type]
-                       contexts=MemoryContextStore(1, 1000), run_id=run_id)
+                       contexts=MemoryContextStore(1, 1000), run_id=run_id,
+                       on_batch=lambda r: metrics.on_batch(replace(r, records=0)))
     return Processors(p1, p2)
 
 
@@ -130,7 +133,7 @@ def make_app(opts: WorkerOptions, procs: Processors, stats: WorkerStats) -> faus
         await asyncio.gather(*futures)
 
     stage1 = Stage("stage1", procs.stage1, [contexts], stats, send_dlq,
-                   forward if procs.stage2 is not None else None)
+                   forward if procs.stage2 is not None else None, get_metrics().track)
 
     @app.agent(turns, name="score_turns")
     async def score_turns(stream: Any) -> None:
@@ -158,6 +161,11 @@ def _observability(app: faust.App, stats: WorkerStats, topics: set[str]) -> None
         (restarting would not help; the worker retries with backoff)."""
         return web.json(stats.snapshot())
 
+    @app.page("/metrics")
+    async def metrics(web: Any, request: Any) -> Any:
+        body, content_type = render_latest()
+        return web.bytes(body, headers={"Content-Type": content_type})
+
     @app.page("/ready")
     async def ready(web: Any, request: Any) -> Any:
         snap = stats.snapshot()
@@ -170,7 +178,11 @@ def _observability(app: faust.App, stats: WorkerStats, topics: set[str]) -> None
         highwaters = {(tp.topic, tp.partition): consumer.highwater(tp) or 0 for tp in tps}
         known = getattr(consumer, "_committed_offset", {})
         committed = {(tp.topic, tp.partition): known.get(tp) for tp in tps}
-        stats.update_lag(highwaters, committed)
+        lag = stats.update_lag(highwaters, committed)
+        gauges = get_metrics()
+        for key, behind in lag.by_partition.items():
+            topic, partition = key.rsplit(":", 1)
+            gauges.set_consumer_lag(topic, int(partition), behind)
 
     @app.task
     async def mark_ready() -> None:

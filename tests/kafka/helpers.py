@@ -117,9 +117,13 @@ class Worker:
         return self.proc is not None and self.proc.poll() is None
 
     def get(self, path: str) -> dict[str, Any] | None:
+        body = self.text(path)
+        return json.loads(body) if body is not None else None
+
+    def text(self, path: str) -> str | None:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=2) as r:
-                return json.loads(r.read())
+                return r.read().decode()
         except OSError:
             return None
 

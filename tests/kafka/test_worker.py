@@ -163,7 +163,7 @@ def test_poison_events_go_to_the_dlq_and_good_ones_around_them_are_stored(
         (b"raw00000", json.dumps(good[3]).encode()),
     ]
     assert send_raw(kafka_bootstrap, names.turns, messages) == 7
-    workers(env)
+    worker = workers(env)
     wait_until(lambda: db_counts(postgres_url)["window_turns"] >= 2, 60, "good turns stored")
     counts = db_counts(postgres_url)
     assert counts["turns"] == 4 and counts["dead_letters"] == 3
@@ -185,6 +185,10 @@ def test_poison_events_go_to_the_dlq_and_good_ones_around_them_are_stored(
     values = [json.loads(m.value) for m in phrases]
     assert sorted(v["turn"] for v in values) == [1, 3]
     assert all(v["role"] == "assistant" and v["conversation_id"] == "raw00000" for v in values)
+
+    metrics = wait_until(lambda: (m := worker.text("/metrics")) and "chatmon_consumer_lag{" in m
+                         and m, 10, "lag on /metrics")
+    assert 'chatmon_dead_letters_total{reason="invalid_json"} 1.0' in metrics
 
 
 def test_sink_outage_pauses_and_retries_instead_of_dropping(

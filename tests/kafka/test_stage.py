@@ -1,0 +1,220 @@
+"""Unit tests of one worker stage without a broker: what goes to the dead-letter topic (with
+which headers), retries while the sink is down without doubling context, isolation of a record
+that makes processing fail, the Table adapters, lag from the fetch highwater, the hand-over to
+stage 2."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from detectors.base import Finding, ScoringInput, Turn
+from pipeline.errors import SinkError
+from pipeline.events import RawRecord
+from pipeline.kafka.agents import PROCESSING_ERROR, Stage
+from pipeline.kafka.lag import WorkerStats
+from pipeline.kafka.phrases import assistant_turn_ids, stored_phrases
+from pipeline.kafka.tables import TableContextStore, TableStateStore
+from pipeline.process import BatchReport, Processor
+from pipeline.scoring import DetectorSuite
+from pipeline.settings import Settings
+from pipeline.store import db
+from pipeline.store.sink import Sink
+
+
+class Exploding:
+    """Scores "sorry" and raises on a batch holding "BOOM" (a poison event for a detector)."""
+
+    name, version, roles = "exploding", "1", frozenset({"assistant"})
+
+    def load(self) -> None:
+        pass
+
+    def score(self, batch: Sequence[ScoringInput]) -> list[list[Finding]]:
+        if any("BOOM" in item.turn.text for item in batch):
+            raise ValueError("cannot score this")
+        return [[Finding(self.name, self.version, "exploding.sorry", 0.9)]
+                if "sorry" in item.turn.text else [] for item in batch]
+
+
+@dataclass
+class Msg:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes
+
+
+@dataclass
+class Event:
+    message: Msg
+
+
+def events(values: Sequence[bytes], partition: int = 0) -> list[Event]:
+    return [Event(Msg("turns", partition, i, b"c1", v)) for i, v in enumerate(values)]
+
+
+def turn(t: int, role: str, text: str, conv: str = "c1") -> bytes:
+    return json.dumps({"conversation_id": conv, "turn": t, "role": role, "text": text,
+                       "ts": "2026-03-01T10:00:00Z", "bot_id": "b"}).encode()
+
+
+class FlakySink(Sink):
+    """A real SQLite sink whose first ``fail`` writes raise as if the database were down."""
+
+    def __init__(self, url: str, fail: int) -> None:
+        super().__init__(db.make_engine(url))
+        self.fail = fail
+
+    def write(self, *args: Any, **kwargs: Any) -> None:
+        if self.fail > 0:
+            self.fail -= 1
+            raise SinkError("cannot write batch: OperationalError")
+        super().write(*args, **kwargs)
+
+
+def make_stage(url: str, fail: int = 0) -> tuple[Stage, dict[bytes, Any], list[dict[str, Any]]]:
+    db.upgrade(url)
+    settings = Settings(database_url=url)
+    table: dict[bytes, Any] = {}
+    contexts = TableContextStore(table, max_turns=3)
+    proc = Processor(settings, DetectorSuite([Exploding()]), FlakySink(url, fail),
+                     contexts=contexts)
+    sent: list[dict[str, Any]] = []
+
+    async def send_dlq(**kwargs: Any) -> None:
+        sent.append(kwargs)
+
+    stage = Stage("stage1", proc, [contexts], WorkerStats(), send_dlq)
+    stage.first_backoff_s = 0.01
+    return stage, table, sent
+
+
+def test_invalid_and_detector_poison_events_go_to_the_dlq_with_reasons(sqlite_url: str) -> None:
+    stage, table, sent = make_stage(sqlite_url)
+    batch = events([turn(0, "user", "hi"), b"{oops", turn(1, "assistant", "BOOM sorry"),
+                    json.dumps({"turn": 2}).encode()])
+    asyncio.run(stage.handle(batch))
+    reasons = sorted(dict(s["headers"])["reason"] for s in sent)
+    assert reasons == [b"detector_error", b"invalid_json", b"missing_field"]
+    boom = next(s for s in sent if dict(s["headers"])["reason"] == b"detector_error")
+    assert dict(boom["headers"])["detector"] == b"exploding"
+    assert dict(boom["headers"])["position"] == b"0:2"
+    assert boom["value"] == batch[2].message.value and boom["key"] == b"c1"
+    assert [t["turn"] for t in table[b"c1"]] == [0, 1]  # both valid turns are in the context
+    assert stage.stats.records["stage1"] == 4
+
+
+def test_sink_outage_is_retried_and_context_is_not_doubled(sqlite_url: str) -> None:
+    stage, table, sent = make_stage(sqlite_url, fail=2)
+    asyncio.run(stage.handle(events([turn(0, "user", "hi"), turn(1, "assistant", "sorry")])))
+    assert stage.stats.sink_retries == 2 and stage.stats.sink_down_since is None
+    assert [t["turn"] for t in table[b"c1"]] == [0, 1]  # not [0, 1, 0, 1, 0, 1]
+    assert sent == []
+    from sqlalchemy import text
+
+    with db.make_engine(sqlite_url).connect() as conn:
+        assert conn.execute(text("select count(*) from turns")).scalar_one() == 2
+        assert conn.execute(text("select label from findings")).scalars().all() == [
+            "exploding.sorry"]
+
+
+class CrashingProcessor:
+    """Fails a whole batch when it holds the record b"crash" (a bug, not a bad event)."""
+
+    def __init__(self) -> None:
+        self.seen: list[list[str]] = []
+
+    def process(self, records: Sequence[RawRecord]) -> BatchReport:
+        self.seen.append([r.position for r in records])
+        if any(r.data == b"crash" for r in records):
+            raise RuntimeError("bug")
+        return BatchReport(records=len(records), turns_stored=len(records))
+
+
+def test_a_record_that_breaks_processing_is_isolated_and_dead_lettered() -> None:
+    proc = CrashingProcessor()
+    sent: list[dict[str, Any]] = []
+
+    async def send_dlq(**kwargs: Any) -> None:
+        sent.append(kwargs)
+
+    stage = Stage("stage1", proc, [], WorkerStats(), send_dlq)  # type: ignore[arg-type]
+    asyncio.run(stage.handle(events([b"a", b"crash", b"b"])))
+    assert proc.seen == [["0:0", "0:1", "0:2"], ["0:0"], ["0:1"], ["0:2"]]
+    assert len(sent) == 1 and sent[0]["value"] == b"crash"
+    headers = dict(sent[0]["headers"])
+    assert headers["reason"] == PROCESSING_ERROR.encode() and b"RuntimeError" in headers["detail"]
+
+
+def _turn(t: int) -> Turn:
+    return Turn("c", t, "user", f"text {t}", datetime(2026, 1, 1, tzinfo=UTC))
+
+
+@pytest.mark.parametrize("appended, expected", [(2, [0, 1]), (5, [2, 3, 4])])
+def test_context_adapter_buffers_and_bounds_history(appended: int, expected: list[int]) -> None:
+    table: dict[bytes, Any] = {}
+    store = TableContextStore(table, max_turns=3)
+    for t in range(appended):
+        store.append(_turn(t))
+    assert [x.turn for x in store.history("c")] == expected  # reads see buffered writes
+    assert table == {}  # nothing written before flush
+    assert store.flush() == 1
+    assert [x["turn"] for x in table[b"c"]] == expected
+    store.append(_turn(9))
+    store.discard()
+    assert [x.turn for x in store.history("c")] == expected
+
+
+def test_state_adapter_reads_through_and_discards() -> None:
+    table: dict[bytes, Any] = {b"repetition//b": {"v": 1}}
+    store = TableStateStore(table)
+    assert store.get("repetition//b") == {"v": 1} and store.get("other") is None
+    store.set("repetition//b", {"v": 2})
+    assert store.get("repetition//b") == {"v": 2} and table[b"repetition//b"] == {"v": 1}
+    store.discard()
+    assert store.get("repetition//b") == {"v": 1}
+    store.set("x", [1])
+    store.flush()
+    assert table[b"x"] == [1]
+
+
+def test_lag_is_measured_from_the_fetch_highwater() -> None:
+    from pipeline.kafka.lag import BatchSample
+
+    stats = WorkerStats()
+    seen: list[tuple[str, Any]] = []
+    stats.subscribe(lambda kind, sample: seen.append((kind, sample)))
+    stats.subscribe(lambda kind, sample: 1 / 0)  # a broken listener must not break stats
+    stats.batch_done(BatchSample("stage1", 3, 0.2, 3, 0), [("t", 0, 7), ("t", 0, 9)])
+    lag = stats.update_lag({("t", 0): 15, ("t", 1): 10, ("t", 2): 4}, {("t", 1): 6})
+    assert lag.by_partition == {"t:0": 5, "t:1": 4, "t:2": 4}
+    assert lag.total == 13
+    assert [k for k, _ in seen] == ["stage1", "lag"]
+    snap = stats.snapshot()
+    assert snap["lag"]["total"] == 13 and snap["batch_latency_s"]["p50"] == 0.2
+
+
+def test_stage1_hands_stored_redacted_assistant_turns_to_stage2(sqlite_url: str) -> None:
+    stage, _, _ = make_stage(sqlite_url)
+    values = [turn(0, "user", "hi"), turn(1, "assistant", "mail me at ann@example.com"),
+              turn(3, "assistant", "never stored")]
+    asyncio.run(stage.handle(events(values[:2])))
+    records = [RawRecord("kafka:turns", f"0:{i}", v) for i, v in enumerate(values)]
+    ids = assistant_turn_ids(records, 20_000)
+    assert len(ids) == 2
+    messages = stored_phrases(stage.processor.sink.engine, ids)
+    assert len(messages) == 1  # only the stored assistant turn
+    key, value = messages[0]
+    assert key == b"repetition//b"
+    event = json.loads(value)
+    assert event["turn"] == 1 and "ann@example.com" not in event["text"]
+    assert "<EMAIL_ADDRESS>" in event["text"] and event["ts"].endswith("+00:00")
+
