@@ -43,6 +43,7 @@ def test_every_rule_has_a_severity_a_runbook_and_a_known_kind():
     ({"ChatmonPIILeak": {"window_s": 10, "for_s": 0}}, True),
     ({"ChatmonNoSuchRule": {"threshold": 1}}, False),
     ({"ChatmonPIILeak": {"severity": 1}}, False),
+    ({"ChatmonPIILeak": {"threshold": "lots"}}, False),
 ])
 def test_overrides(overrides, ok):
     if not ok:

@@ -13,8 +13,8 @@ The on-call section in ``docs/readme/alerts.md`` has one runbook line per rule.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
-from typing import Literal
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 from pipeline.errors import ConfigError
 
@@ -177,12 +177,14 @@ def rules(overrides: Mapping[str, Mapping[str, float]] | None = None) -> tuple[A
     unknown = set(overrides) - set(known)
     if unknown:
         raise ConfigError(f"unknown alert rules {sorted(unknown)}; known: {sorted(known)}")
-    names = {f.name for f in fields(AlertRule)}
     out = []
     for rule in RULES:
-        change = dict(overrides.get(rule.name, {}))
-        bad = set(change) - set(TUNABLE)
-        if bad or not names.issuperset(change):
+        try:
+            change: dict[str, Any] = {k: float(v) for k, v in
+                                      overrides.get(rule.name, {}).items()}
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{rule.name}: override values must be numbers") from exc
+        if set(change) - set(TUNABLE):
             raise ConfigError(f"{rule.name}: only {', '.join(TUNABLE)} can be overridden")
-        out.append(replace(rule, **{k: float(v) for k, v in change.items()}))
+        out.append(replace(rule, **change))
     return tuple(out)
