@@ -14,7 +14,8 @@ default registry):
   and ``with get_metrics().track(len(records)): processor.process(records)`` around each batch
   (received events, batch latency, sink errors). ``serve`` mounts :func:`asgi_app` at
   ``/metrics``; ``run --metrics-port`` calls :func:`start_http_server`.
-- faust workers (``pipeline/kafka/``): the same two calls around ``Processor.process``; report
+- faust workers (``pipeline/kafka/``): the same two calls around ``Processor.process`` (a
+  second stage that re-scores stage 1's turns uses ``on_findings_batch`` instead); report
   consumer lag with ``get_metrics().set_consumer_lag(topic, partition, lag)``; expose the
   registry on the worker's web port with ``@app.page("/metrics")`` returning
   ``render_latest()`` (body and content type).
@@ -29,6 +30,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from prometheus_client import (
@@ -198,6 +200,12 @@ class PipelineMetrics:
             self.dead_letters_c.labels(reason=reason).inc(n)
         for lst in self.listeners:
             lst.on_batch(report)
+
+    def on_findings_batch(self, report: BatchReport) -> None:
+        """The observer for a later stage that re-scores turns stage 1 already counted (the
+        faust repetition stage): its findings, timings, errors and dead letters count; its
+        events and turns do not (they would be counted twice)."""
+        self.on_batch(replace(report, records=0, turn_rows=[]))
 
     def _findings(self, rows: list[dict[str, Any]]) -> None:
         flagged_turns: set[tuple[str, str, str, str]] = set()

@@ -132,6 +132,16 @@ def test_track_counts_input_latency_and_sink_errors(pm):
     assert value(pm, "chatmon_sink_errors_total") == 1
 
 
+def test_second_stage_adds_findings_but_not_turns_again(pm):
+    rep = report([turn_row("c1", 1)], [finding_row("c1", 1, "repetition.stock_phrase")])
+    pm.on_batch(rep)
+    pm.on_findings_batch(rep)
+    assert value(pm, TURNS, bot="bot-a", tenant="acme", role="assistant") == 1
+    assert value(pm, m.EVENTS_PROCESSED) == 1
+    assert value(pm, m.FINDINGS, detector="repetition", label="repetition.stock_phrase",
+                 bot="bot-a", tenant="acme", flagged="true") == 2
+
+
 def test_consumer_lag_gauge_and_listeners(pm):
     pm.set_consumer_lag("turns", 3, 120)
     assert value(pm, "chatmon_consumer_lag", topic="turns", partition="3") == 120
