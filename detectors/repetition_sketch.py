@@ -84,7 +84,14 @@ class MinHasher:
         rows = sig.size // bands
         view = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}.get(rows)
         if view is not None:  # one comparison per band: view each band as one integer
-            return (others.view(view) == sig.view(view)[None, :]).any(axis=1)
+            eq = others.view(view) == sig.view(view)[None, :]
+            if bands % 8:
+                return eq.any(axis=1)
+            words = eq.view(np.uint64)  # 8 band flags per word: OR a few columns, not rows
+            hit = words[:, 0] != 0
+            for j in range(1, words.shape[1]):
+                hit |= words[:, j] != 0
+            return hit
         a = others.reshape(others.shape[0], bands, rows)
         return (a == sig.reshape(bands, rows)[None]).all(axis=2).any(axis=1)
 
@@ -99,22 +106,27 @@ class HyperLogLog:
         self.alpha = 0.7213 / (1 + 1.079 / self.m)
         self._inverse_powers = np.power(2.0, -np.arange(64, dtype=float))
 
-    def empty(self) -> np.ndarray:
-        return np.zeros(self.m, dtype=np.uint8)
+    def empty(self, sketches: int = 1) -> np.ndarray:
+        """Registers for ``sketches`` HyperLogLogs side by side in one array."""
+        return np.zeros(sketches * self.m, dtype=np.uint8)
 
-    def add(self, registers: np.ndarray, hashes: np.ndarray) -> None:
-        if hashes.size == 0:
+    def add(self, registers: np.ndarray, *hashes: np.ndarray) -> None:
+        """Add the i-th hash array to the i-th sketch of ``registers`` (one scatter for all)."""
+        parts = [(h >> np.uint64(64 - self.p)).astype(np.int64) + i * self.m
+                 for i, h in enumerate(hashes) if h.size]
+        if not parts:
             return
-        idx = (hashes >> np.uint64(64 - self.p)).astype(np.int64)
-        w = (hashes & np.uint64(0xFFFFFFFF)).astype(np.float64)
+        idx = np.concatenate(parts)
+        w = (np.concatenate([h for h in hashes if h.size]) & np.uint64(0xFFFFFFFF)).astype(
+            np.float64)
         # rank = position of the leftmost 1 bit in the low 32 bits (33 when they are all 0)
         bits = np.where(w > 0, np.floor(np.log2(np.maximum(w, 1))) + 1, 0)
-        rank = (33 - bits).astype(np.uint8)
-        np.maximum.at(registers, idx, rank)
+        np.maximum.at(registers, idx, (33 - bits).astype(np.uint8))
 
     def estimate(self, registers: np.ndarray) -> float:
-        zeros = int((registers == 0).sum())
-        raw = self.alpha * self.m * self.m / float(self._inverse_powers[registers].sum())
+        counts = np.bincount(registers, minlength=64)
+        zeros = int(counts[0])
+        raw = self.alpha * self.m * self.m / float(counts[:64] @ self._inverse_powers)
         if raw <= 2.5 * self.m and zeros > 0:
             return float(self.m * np.log(self.m / zeros))
         return raw

@@ -29,7 +29,6 @@ import numpy as np
 from detectors.repetition_sketch import (
     HyperLogLog,
     MinHasher,
-    bigram_hashes,
     marginal_compressed_size,
     pack,
     unigram_hashes,
@@ -139,13 +138,14 @@ class BotState:
     def _add_to_block(self, a: Analysis) -> None:
         block = self.blocks.get(self.seq // self.cfg.block_size)
         if block is None:
-            block = {"n": 0, "u": 0, "b": 0, "h1": self.hll.empty(), "h2": self.hll.empty()}
+            block = {"n": 0, "u": 0, "b": 0, "h": self.hll.empty(2)}
             self.blocks[self.seq // self.cfg.block_size] = block
         block["n"] += 1
         block["u"] += int(a.tokens.size)
         block["b"] += max(0, int(a.tokens.size) - 1)
-        self.hll.add(block["h1"], unigram_hashes(a.tokens))
-        self.hll.add(block["h2"], bigram_hashes(a.tokens))
+        # registers: unigram sketch, then bigram sketch (the bigrams are the MinHash shingles)
+        self.hll.add(block["h"], unigram_hashes(a.tokens),
+                     a.shingles if a.tokens.size > 1 else a.shingles[:0])
 
     def _expire(self, now: float) -> None:
         horizon = now - self.cfg.window_s
@@ -184,8 +184,8 @@ class BotState:
             "sig": pack(self.sig[idx].reshape(-1)),
             "conv_ids": [self.conv_ids[int(i)] for i in idx],
             "ctx": base64.b64encode(self.ctx).decode("ascii"),
-            "blocks": {str(b): {"n": v["n"], "u": v["u"], "b": v["b"], "h1": pack(v["h1"]),
-                                "h2": pack(v["h2"])} for b, v in self.blocks.items()},
+            "blocks": {str(b): {"n": v["n"], "u": v["u"], "b": v["b"], "h": pack(v["h"])}
+                       for b, v in self.blocks.items()},
             "phrases": self.phrases.to_json(),
         }
 
@@ -207,8 +207,7 @@ class BotState:
         st.ctx = base64.b64decode(data["ctx"])
         for b, v in data["blocks"].items():
             st.blocks[int(b)] = {"n": v["n"], "u": v["u"], "b": v["b"],
-                                 "h1": unpack(v["h1"], "u1").copy(),
-                                 "h2": unpack(v["h2"], "u1").copy()}
+                                 "h": unpack(v["h"], "u1").copy()}
         st.phrases = Phrases.from_json(data["phrases"], cfg.max_candidates, cfg.max_phrases,
                                        cfg.block_size)
         for i in idx:

@@ -194,7 +194,7 @@ class DistinctN:
 
     def __init__(self) -> None:
         self._key: tuple[int, int] | None = None
-        self._closed: tuple[np.ndarray, np.ndarray, int, int] | None = None
+        self._closed: tuple[np.ndarray, int, int] | None = None
 
     def compute(self, st: BotState) -> tuple[float, float]:
         oldest = st.first // st.cfg.block_size
@@ -202,17 +202,17 @@ class DistinctN:
         if self._key != (oldest, current) or self._closed is None:
             closed = [b for bid, b in st.blocks.items() if oldest <= bid < current]
             self._closed = (
-                np.maximum.reduce([b["h1"] for b in closed]) if closed else st.hll.empty(),
-                np.maximum.reduce([b["h2"] for b in closed]) if closed else st.hll.empty(),
+                np.maximum.reduce([b["h"] for b in closed]) if closed else st.hll.empty(2),
                 sum(int(b["u"]) for b in closed), sum(int(b["b"]) for b in closed))
             self._key = (oldest, current)
-        h1, h2, uni, bi = self._closed
+        regs, uni, bi = self._closed
         cur = st.blocks.get(current)
         if cur is not None:
-            h1, h2 = np.maximum(h1, cur["h1"]), np.maximum(h2, cur["h2"])
+            regs = np.maximum(regs, cur["h"])
             uni, bi = uni + int(cur["u"]), bi + int(cur["b"])
-        d1 = min(1.0, st.hll.estimate(h1) / uni) if uni else 1.0
-        d2 = min(1.0, st.hll.estimate(h2) / bi) if bi else 1.0
+        m = st.hll.m
+        d1 = min(1.0, st.hll.estimate(regs[:m]) / uni) if uni else 1.0
+        d2 = min(1.0, st.hll.estimate(regs[m:]) / bi) if bi else 1.0
         return d1, d2
 
 
