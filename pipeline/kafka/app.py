@@ -33,6 +33,8 @@ from pipeline.store.sink import Sink
 
 log = logging.getLogger(__name__)
 REPETITION = "repetition"
+# The worker's HTTP endpoints on --web-port (deploy/ probes and scrape configs point here).
+HEALTH_PATH, READY_PATH, METRICS_PATH = "/health", "/ready", "/metrics"
 
 
 @dataclass(frozen=True)
@@ -155,18 +157,18 @@ def make_app(opts: WorkerOptions, procs: Processors, stats: WorkerStats) -> faus
 
 
 def _observability(app: faust.App, stats: WorkerStats, topics: set[str]) -> None:
-    @app.page("/health")
+    @app.page(HEALTH_PATH)
     async def health(web: Any, request: Any) -> Any:
         """Liveness: the worker's event loop answers. A sink outage is reported, not fatal
         (restarting would not help; the worker retries with backoff)."""
         return web.json(stats.snapshot())
 
-    @app.page("/metrics")
+    @app.page(METRICS_PATH)
     async def metrics(web: Any, request: Any) -> Any:
         body, content_type = render_latest()
         return web.bytes(body, headers={"Content-Type": content_type})
 
-    @app.page("/ready")
+    @app.page(READY_PATH)
     async def ready(web: Any, request: Any) -> Any:
         snap = stats.snapshot()
         return web.json(snap, status=200 if snap["ready"] else 503)
