@@ -178,6 +178,7 @@ class BotState:
         idx = self.live()
         return {
             "v": STATE_VERSION,
+            "layout": _layout(self.cfg),
             "seq": self.seq,
             "first": self.first,
             "rows": {name: pack(arr[idx]) for name, arr in self.rows.items()},
@@ -192,8 +193,8 @@ class BotState:
     @classmethod
     def from_json(cls, cfg: Config, data: dict[str, Any]) -> BotState:
         st = cls(cfg)
-        if data.get("v") != STATE_VERSION:
-            return st  # an unknown layout starts afresh rather than misreading it
+        if data.get("v") != STATE_VERSION or data.get("layout") != _layout(cfg):
+            return st  # another version or sketch layout starts afresh rather than misreading
         st.seq, st.first = int(data["seq"]), int(data["first"])
         st.first = max(st.first, st.seq - cfg.max_replies)  # options may have shrunk
         n = st.seq - int(data["first"])
@@ -226,6 +227,11 @@ class BotState:
             self.sums[name] += sign * int(self.rows[name][row])
         self.openers.add(int(self.rows["opener"][row]), sign)
         self.templates.add(int(self.rows["tmpl"][row]), sign)
+
+
+def _layout(cfg: Config) -> list[int]:
+    """The options that shape the sketches; state built under others cannot be reused."""
+    return [cfg.num_perm, cfg.hll_precision, cfg.block_size]
 
 
 def _template_code(a: Analysis) -> int:

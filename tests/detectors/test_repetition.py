@@ -347,3 +347,13 @@ def test_examples_hold(example: Example) -> None:
     got = {f.label for f in found if f.score >= threshold(f.label)}
     assert example.expect <= got and not example.absent & got
     assert {f.label for f in found} >= {"repetition.window"}
+
+
+def test_state_from_other_sketch_options_starts_afresh(make_input: MakeInput) -> None:
+    store = DictStateStore()
+    RepetitionDetector(num_perm=32).score([make_input("c1", 1, f"{SORRY} Parcel one.", store)])
+    out = RepetitionDetector(num_perm=64).score([make_input("c2", 1, f"{SORRY} Two.", store)])
+    assert labelled(out[0], "window")[0].evidence["replies"] == 1
+    out = RepetitionDetector(num_perm=64).score([make_input("c3", 1, f"{SORRY} Three.", store)])
+    assert labelled(out[0], "window")[0].evidence["replies"] == 2
+    assert len(labelled(out[0], "stock_phrase")) == 1
