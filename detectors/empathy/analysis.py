@@ -126,6 +126,9 @@ def analyse(
     tactics, tactic_p = _tactics(sentences, probs)
     sent_mech, cues = model.sentence_mechanisms(sentences, probs)
     mech = model.reply_mechanisms(sent_mech, text) if mech_override is None else mech_override
+    head = model.head_levels(model.head_features(sent_emb, mech)) if mech_override is None else None
+    if head is not None:
+        mech = head[0]
     user = model.user_emotion(feats.get(PROMPT_EMBEDDING), prompt_text)
     reply_emo = model.reply_emotion(sent_emb, feats.get(EMBEDDING))
     align = alignment(user, reply_emo)
@@ -139,4 +142,6 @@ def analyse(
     overall = float(OVERALL_WEIGHTS @ reply.mech + ALIGNMENT_WEIGHT * align + BREADTH_WEIGHT * breadth)
     overall /= float(total)
     levels = tuple(level(m, float(reply.mech[j])) for j, m in enumerate(MECHANISMS))
+    if head is not None:
+        levels = tuple(int(v) for v in head[1])
     return TurnAnalysis(reply, cues, reply_emo, align, overall, levels)  # type: ignore[arg-type]

@@ -88,6 +88,10 @@ class EmpathyModel:
         self.user_labels = arrays["user_labels"]
         self.reply_protos = arrays["reply_protos"].astype(np.float32)
         self.reply_labels = arrays["reply_labels"]
+        # Optional per-mechanism level heads (3 x 3 levels x features), present only in weights
+        # trained with ``pipeline.train.train_empathy`` on data the user is entitled to use.
+        self.head_w = arrays.get("head_w")
+        self.head_b = arrays.get("head_b")
         if self.tactic_w.shape[0] != len(TACTICS):
             raise ValueError(f"model has {self.tactic_w.shape[0]} tactics, expected {len(TACTICS)}")
 
@@ -122,6 +126,20 @@ class EmpathyModel:
         sharing = min(1.0, len(lexicon.FIRST_PERSON.findall(text)) / p.first_person_norm)
         out[1] = 1.0 - (1.0 - out[1]) * (1.0 - p.first_person_weight * sharing)
         return np.clip(out, 0.0, 1.0)
+
+    def head_features(self, sent_emb: np.ndarray, rule_mech: np.ndarray) -> np.ndarray:
+        """Reply features for the trained level heads: mean and max sentence embedding plus the
+        rule-based mechanism scores."""
+        if len(sent_emb) == 0:
+            sent_emb = np.zeros((1, self.dim), dtype=np.float32)
+        return np.concatenate([sent_emb.mean(axis=0), sent_emb.max(axis=0), rule_mech])
+
+    def head_levels(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """(scores, levels) per mechanism from the trained heads: score = P(level > 0)."""
+        if self.head_w is None or self.head_b is None:
+            return None
+        probs = _softmax(np.einsum("mld,d->ml", self.head_w, x) + self.head_b)
+        return 1.0 - probs[:, 0], probs.argmax(axis=1)
 
     def _emotion(self, emb: np.ndarray, protos: np.ndarray, labels: np.ndarray) -> np.ndarray:
         sims = np.atleast_2d(emb) @ protos.T  # (n, n_protos)
