@@ -135,14 +135,20 @@ def _tokenise(text: str, sentences: Sequence[tuple[int, int]]
     return words, spans, usable, sent_of
 
 
-def _runs(idx: list[int], text: str, spans: list[tuple[int, int]]) -> list[list[int]]:
-    """Split a sentence's token indexes into clauses at commas, semicolons, dashes..."""
+def _runs(idx: list[int], spans: list[tuple[int, int]], breaks: list[int]) -> list[list[int]]:
+    """Split a sentence's token indexes into clauses at the ``breaks`` (sorted offsets of
+    commas, semicolons, dashes...); a sentence without a break is one clause, not repeated."""
     runs: list[list[int]] = [[]]
-    for prev, cur in zip([None, *idx[:-1]], idx, strict=True):
-        if prev is not None and _CLAUSE_BREAK.search(text, spans[prev][1], spans[cur][0]):
-            runs.append([])
+    j, prev_end = 0, -1
+    for cur in idx:
+        if prev_end >= 0:
+            while j < len(breaks) and breaks[j] < prev_end:
+                j += 1
+            if j < len(breaks) and breaks[j] < spans[cur][0]:
+                runs.append([])
         runs[-1].append(cur)
-    return [r for r in runs if r]
+        prev_end = spans[cur][1]
+    return runs if len(runs) > 1 else []
 
 
 def _phrase(words: list[str], spans: list[tuple[int, int]], first: int, last: int) -> Candidate:
@@ -161,9 +167,10 @@ def _candidates(text: str, words: list[str], spans: list[tuple[int, int]], usabl
     for w, ok in zip(words, usable, strict=True):
         bad.append(bad[-1] + (not ok))
         content.append(content[-1] + (w not in STOPWORDS))
+    breaks = [m.start() for m in _CLAUSE_BREAK.finditer(text)]
     out: dict[int, Candidate] = {}
     for idx in by_sentence.values():
-        for unit in [idx, *_runs(idx, text, spans)]:  # the whole sentence, then each clause
+        for unit in [idx, *_runs(idx, spans, breaks)]:  # the whole sentence, then each clause
             while unit and words[unit[0]] in _LEADING_JOINERS:
                 unit = unit[1:]
             lo, hi = (unit[0], unit[-1] + 1) if unit else (0, 0)
