@@ -65,6 +65,16 @@ class Stage:
         self.executor = ThreadPoolExecutor(1, thread_name_prefix=f"chatmon-{name}")
 
     async def handle(self, events: Sequence[Any]) -> None:
+        """Process, store and forward one batch. A cancellation (worker stopping) waits for the
+        batch to finish first, because faust acknowledges the batch as soon as this returns."""
+        task = asyncio.ensure_future(self._handle(events))
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            await task
+            raise
+
+    async def _handle(self, events: Sequence[Any]) -> None:
         t0 = time.perf_counter()
         records = [record_of(e) for e in events]
         by_position = {r.position: e for r, e in zip(records, events, strict=True)}

@@ -154,6 +154,37 @@ def test_a_record_that_breaks_processing_is_isolated_and_dead_lettered() -> None
     assert headers["reason"] == PROCESSING_ERROR.encode() and b"RuntimeError" in headers["detail"]
 
 
+class SlowProcessor(CrashingProcessor):
+    def process(self, records: Sequence[RawRecord]) -> BatchReport:
+        import time
+
+        time.sleep(0.3)
+        return super().process(records)
+
+
+def test_a_stopping_worker_finishes_its_batch_before_faust_acks_it() -> None:
+    proc = SlowProcessor()
+    forwarded: list[int] = []
+
+    async def forward(records: Sequence[RawRecord], _report: BatchReport) -> None:
+        forwarded.append(len(records))
+
+    async def send_dlq(**kwargs: Any) -> None:
+        raise AssertionError("nothing to dead-letter")
+
+    stage = Stage("stage1", proc, [], WorkerStats(), send_dlq, forward)  # type: ignore[arg-type]
+
+    async def stop_mid_batch() -> None:
+        task = asyncio.ensure_future(stage.handle(events([b"a", b"b"])))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(stop_mid_batch())
+    assert forwarded == [2] and stage.stats.records["stage1"] == 2
+
+
 def _turn(t: int) -> Turn:
     return Turn("c", t, "user", f"text {t}", datetime(2026, 1, 1, tzinfo=UTC))
 
