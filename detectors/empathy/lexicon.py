@@ -36,6 +36,9 @@ ER_CUES = _compile({
 # First-person words: peer supporters interpret by sharing their own experience (EPITOME IP).
 FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|i'm|im|i've|ive|i'd|i'll)\b", _I)
 
+# Second-person words: emotional reactions are addressed to the user.
+SECOND_PERSON = re.compile(r"\b(?:you|your|you'?re|yourself|you'?ve|you'?ll|u)\b", _I)
+
 # Interpretations: communicating an understanding of the feelings or the experience.
 IP_CUES = _compile({
     "understand": r"\bi\s+(?:completely\s+|totally\s+|fully\s+|really\s+|can\s+)?(?:understand|get it|get that|get how|get why|relate)\b",

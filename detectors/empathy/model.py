@@ -55,6 +55,8 @@ class ModelParams:
     second_weight: float = 0.3  # weight of the second-best sentence in the reply score
     first_person_weight: float = 0.7  # how much first-person sharing adds to interpretations
     first_person_norm: float = 6.0  # first-person words at which sharing counts fully
+    second_person_weight: float = 0.2  # how much addressing the user adds to emotional reactions
+    second_person_norm: float = 3.0
     reply_neutral_bias: float = 0.03  # a reply is neutral unless a sentence carries an emotion
 
 
@@ -115,8 +117,9 @@ class EmpathyModel:
 
     def reply_mechanisms(self, sent_mech: np.ndarray, text: str) -> np.ndarray:
         """Reply-level mechanism scores: the best sentence plus a little of the second best (a sum
-        would reward length), and for interpretations the amount of first-person sharing (peer
-        supporters interpret by relating their own experience)."""
+        would reward length); for interpretations the amount of first-person sharing (peer
+        supporters interpret by relating their own experience); for emotional reactions how much
+        the reply addresses the user."""
         if len(sent_mech) == 0:
             return np.zeros(3, dtype=np.float32)
         top = np.sort(sent_mech, axis=0)[::-1]
@@ -125,6 +128,8 @@ class EmpathyModel:
         out = top[0] + p.second_weight * second * (1.0 - top[0])
         sharing = min(1.0, len(lexicon.FIRST_PERSON.findall(text)) / p.first_person_norm)
         out[1] = 1.0 - (1.0 - out[1]) * (1.0 - p.first_person_weight * sharing)
+        addressing = min(1.0, len(lexicon.SECOND_PERSON.findall(text)) / p.second_person_norm)
+        out[0] = 1.0 - (1.0 - out[0]) * (1.0 - p.second_person_weight * addressing)
         return np.clip(out, 0.0, 1.0)
 
     def head_features(self, sent_emb: np.ndarray, rule_mech: np.ndarray) -> np.ndarray:
