@@ -65,7 +65,6 @@ class _State:
     pending_since: float | None = None
     sent: Alert | None = None
     last_sent: float = float("-inf")
-    held: bool = False
 
 
 @dataclass
@@ -170,11 +169,10 @@ class AlertEngine:
             return None
         if now - st.pending_since < rule.for_s:
             return None
-        if now - st.last_sent < self.cooldown_s:
-            st.held = True
+        if now - st.last_sent < self.cooldown_s:  # held; sent by a later evaluation
             return None
         st.sent = self._alert(rule, hit, fp, now)
-        st.last_sent, st.held = now, False
+        st.last_sent = now
         return st.sent
 
     def _resolve(self, active: set[str], now: float) -> list[Alert]:
@@ -182,7 +180,7 @@ class AlertEngine:
         for fp, st in list(self.states.items()):
             if fp in active:
                 continue
-            st.pending_since, st.held = None, False
+            st.pending_since = None
             if st.sent is not None:
                 out.append(replace(st.sent, status="resolved", ended_at=_iso(now)))
                 st.sent, st.last_sent = None, now
