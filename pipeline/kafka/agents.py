@@ -16,6 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
+from functools import partial
 from typing import Any, Protocol
 
 from pipeline.errors import SinkError
@@ -118,7 +119,8 @@ class Stage:
         failed: list[tuple[RawRecord, str]] = []
         for rec in records:
             try:
-                total.merge(part := await self._retrying(lambda r=rec: self._process([r])))
+                part: BatchReport = await self._retrying(partial(self._process, [rec]))
+                total.merge(part)
                 total.dead_letter_rows += part.dead_letter_rows
             except Exception as exc:
                 failed.append((rec, f"{type(exc).__name__}: {exc}"[:300]))
