@@ -8,6 +8,7 @@ not be known as repeated when they streamed by, but the window numbers include t
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,8 @@ class Phrases:
         self.max_phrases = max_phrases
         self.block_size = block_size
         # key -> [conversation hash, last seq, replies]; insertion order is LRU order
-        self.cand: dict[int, list[int]] = {}
+        # (an OrderedDict: popping the oldest of a plain dict rescans its deleted slots)
+        self.cand: OrderedDict[int, list[int]] = OrderedDict()
         # key -> {"b": {block: [replies, conversations]}, "rc": recent conversation hashes}
         self.stock: dict[int, dict[str, Any]] = {}
         self.oldest_block = 0
@@ -62,7 +64,7 @@ class Phrases:
         uses = cand[2] + 1 if cand is not None and cand[1] >= self.first_seq else 1
         self.cand[key] = [conv, seq, uses]
         while len(self.cand) > self.max_candidates:
-            del self.cand[next(iter(self.cand))]
+            self.cand.popitem(last=False)
 
     def _count(self, entry: dict[str, Any], seq: int, replies: int, convs: int) -> None:
         block = seq // self.block_size
@@ -126,7 +128,7 @@ class Phrases:
                    (("cand_key", "i8"), ("cand_conv", "u4"), ("cand_seq", "i8"),
                     ("cand_uses", "u4"))]
         rows = list(zip(*columns, strict=True))[-max_candidates:]
-        ph.cand = {key: [conv, seq, uses] for key, conv, seq, uses in rows}
+        ph.cand = OrderedDict((key, [conv, seq, uses]) for key, conv, seq, uses in rows)
         ph.stock = {int(k): {"b": {int(b): [r, c] for b, r, c in v["b"]}, "rc": list(v["rc"])}
                     for k, v in data["stock"].items()}
         ph._cap_stock()
