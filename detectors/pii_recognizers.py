@@ -171,7 +171,7 @@ class PhonePatternRecognizer(WindowContextMixin, PatternRecognizer):
 
 _CUE = (
     r"(?i:\bmy name is|\bname is|\bname's|\bname:|\bnamed|\bcalled|\bcall me|\bi am|\bi'm|"
-    r"\bthis is|\bunder|\bnamed (?:him|her)|\bcalled (?:him|her)|\bdear|\bhi|\bhello|"
+    r"\bthis is|\bname of|\bnamed (?:him|her)|\bcalled (?:him|her)|\bdear|\bhi|\bhello|"
     r"\bhey|\bthanks|\bthank you|\bregards|\bsincerely|"
     r"\bcheers|\bmr\.?|\bmrs\.?|\bms\.?|\bmiss|\bdr\.?|\bprof\.?|\bspeak (?:to|with)|"
     r"\btalk (?:to|with)|\bask for|\bname\?|\bsigned|\bmy (?:son|daughter|kid|child|wife|"
@@ -195,7 +195,8 @@ class PersonCueRecognizer(PatternRecognizer):
     PATTERNS = [
         Pattern(
             "name after cue",
-            rf"(?<={_CUE}[ \t]*[,:]?[ \t]+){_NAME_WORD}(?:[ \t]+(?:\p{{Lu}}\.|{_NAME_WORD}|"
+            rf"(?<={_CUE}[ \t]*[,:]?[ \t]+)(?:\p{{Lu}}\.[ \t]*)?{_NAME_WORD}(?:[ \t]+(?:\p{{Lu}}\.|"
+            rf"{_NAME_WORD}|"
             rf"(?:de|da|van|von|der|del|di|le|la|bin|al)(?=[ \t]+\p{{Lu}}))){{0,3}}"
             r"(?:[ \t]+(?:II|III|IV|Jr\.?|Sr\.?))?",
             0.6,

@@ -193,3 +193,13 @@ def test_lazy_loading_and_errors() -> None:
     with pytest.raises(DetectorError, match="unknown entities"):
         PiiDetector(entities=("PERSON", "SHOE_SIZE"))
     assert PiiDetector(model="en_core_web_lg").version.endswith("en_core_web_lg")
+
+
+def test_one_word_name_leak_scores_below_flagging(pii: PiiDetector) -> None:
+    history = (("user", "who signed for my parcel?"),)
+    one = pii.score([_item("Dear Marcus, it was signed for.", "assistant", history)])[0]
+    two = pii.score([_item("Dear Marcus Webb, it was signed for.", "assistant", history)])[0]
+    leak_one = [f for f in one if f.label == "pii.leak"]
+    leak_two = [f for f in two if f.label == "pii.leak"]
+    assert leak_one and not is_flagged("pii.leak", leak_one[0].score)
+    assert leak_two and is_flagged("pii.leak", leak_two[0].score)
