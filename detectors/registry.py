@@ -23,6 +23,7 @@ _ENTRIES: dict[str, str] = {
     "repetition": "detectors.repetition:RepetitionDetector",
     "empathy": "detectors.empathy:EmpathyDetector",
     "manipulation": "detectors.manipulation:ManipulationDetector",
+    "bias": "detectors.bias:BiasDetector",
 }
 
 

@@ -20,6 +20,8 @@ BENCHES: dict[str, str] = {
     "kumar": "pipeline.eval.empathy_kumar:evaluate_kumar",
     "mentalmanip": "pipeline.eval.manipulation_sets:evaluate_mentalmanip",
     "persuasionforgood": "pipeline.eval.manipulation_sets:evaluate_persuasionforgood",
+    "crows-pairs": "pipeline.eval.bias_sets:evaluate_crows",
+    "bbq": "pipeline.eval.bias_sets:evaluate_bbq",
 }
 
 
