@@ -247,7 +247,7 @@ def _load_nlp_engine(model: str) -> Any:
     if "ner" not in nlp.pipe_names:
         raise DetectorError(f"pii: spaCy model {model!r} has no ner pipe")
     nlp.add_pipe("chatmon_lower_lemma", last=True)
-    engine.nlp = {"en": nlp}
+    engine.nlp = {"en": nlp}  # type: ignore[assignment]  # presidio types it as None
     return engine
 
 

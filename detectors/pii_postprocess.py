@@ -63,7 +63,7 @@ def demote_lone_places(text: str, results: Sequence[Any]) -> list[Any]:
 
 def _new(start: int, end: int, how: str) -> RecognizerResult:
     return RecognizerResult(
-        "PERSON", start, end, PROPAGATED_SCORE, analysis_explanation=None,
+        "PERSON", start, end, PROPAGATED_SCORE,
         recognition_metadata={RecognizerResult.RECOGNIZER_NAME_KEY: "NamePropagation",
                               "pattern": how})
 
