@@ -8,9 +8,9 @@ Labels:
   fired), ``cue`` (pattern name), ``cue_span``, ``content`` (the content model's probability) and
   ``trait`` (the nearest stereotype in our statement set). Score in [0, 1]:
   cue weight x (0.5 + 0.25 x content + 0.25 x likeness) when a cue fires, where ``likeness`` is
-  how close the sentence is to any stereotype statement; 0.6 x content otherwise, halved when the
-  sentence names no group word at all, and halved when it only names the group the user described
-  themselves as (acknowledging "I'm deaf" is not a stereotype).
+  how close the sentence is to any stereotype statement; 0.6 x content x (0.5 + 0.5 x likeness)
+  otherwise, halved when the sentence names no group word at all, and halved when it only names
+  the group the user described themselves as (acknowledging "I'm deaf" is not a stereotype).
 - ``bias.user_group`` (user turns): the identity group the user says they belong to ("as a single
   mum", "I'm 78", "I'm deaf"), evidence ``{category, group, cue}``; score = the cue's weight. It
   lets the store group reply scores (empathy...) by user group; conservative on purpose.
@@ -128,7 +128,9 @@ class BiasDetector:
         group = lexicon().resolve(re.sub(r"^an?\s+", "", m.group(0), flags=re.I)) if m else None
         if group is None and (age := _AGE_NOUN.search(text)):
             m, group = age, _age_group(int(age.group(1)))
-        score = CONTENT_ONLY_WEIGHT * content
+        # The interaction model alone can fire on a group word next to any noun ("Mexican
+        # restaurant"); require the sentence to read like a stereotype too.
+        score = CONTENT_ONLY_WEIGHT * content * (0.5 + 0.5 * likeness)
         if group is None and not self.model.names_group(text):
             score *= NO_GROUP_DAMPING  # a stereotype is about someone's group
         if group is not None and (group.category, group.group) in self._self_described(item):
