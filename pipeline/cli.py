@@ -165,7 +165,7 @@ def main() -> None:
 
 # Commands defined in other modules register themselves on `cli` when imported; import them
 # here (at the bottom, after `cli` exists) so that every importer of `cli` sees all commands.
-from pipeline import cli_kafka, cli_more  # noqa: E402,F401
+from pipeline import cli_kafka, cli_more, cli_quality  # noqa: E402,F401
 
 if __name__ == "__main__":
     main()

@@ -117,3 +117,21 @@ class DeadLetterRow(Base):
     turn: Mapped[int | None] = mapped_column(Integer)
     run_id: Mapped[str | None] = mapped_column(String(36))
     created_at: Mapped[datetime]
+
+
+class ValidationResultRow(Base):
+    """One expectation's outcome in one ``chatmon validate`` run (a file or the store)."""
+
+    __tablename__ = "validation_results"
+    __table_args__ = (Index("ix_validation_results_checked_at", "checked_at"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    validation_id: Mapped[str] = mapped_column(String(36))
+    checked_at: Mapped[datetime]
+    suite: Mapped[str] = mapped_column(String(64))
+    source: Mapped[str] = mapped_column(Text)
+    expectation: Mapped[str] = mapped_column(String(128))
+    column_name: Mapped[str] = mapped_column(String(128), default="")
+    success: Mapped[bool]
+    unexpected_count: Mapped[int | None] = mapped_column(Integer)
+    observed: Mapped[dict[str, Any]]

@@ -1,0 +1,196 @@
+"""The weekly-quality SQL, shared by the Grafana dashboard and ``chatmon report``.
+
+PostgreSQL dialect with Grafana's ``$__timeFilter(col)`` macro; weeks are ISO weeks
+(``date_trunc('week', ts)``, Monday 00:00 UTC). :mod:`dashboards.sqlrun` expands the macro into
+bound parameters and translates the two PostgreSQL-only spellings for SQLite, so every query runs
+on both stores. Only assistant replies count as a bot's quality; ``bias.user_group`` findings sit
+on user turns and are used for the empathy gap only.
+"""
+
+from __future__ import annotations
+
+from dashboards.builder import SqlQuery
+
+HARM_DETECTORS = "('toxicity', 'bias', 'manipulation', 'pii')"
+NUM = "double precision"
+
+EMPATHY_WEEKLY = SqlQuery("""
+SELECT date_trunc('week', ts) AS time, bot_id || ' / ' || model AS metric,
+       AVG(score) AS empathy
+FROM findings
+WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts)
+GROUP BY 1, 2
+ORDER BY 1, 2
+""", (("time", "time"), ("metric", "string"), ("empathy", "number")), "time_series")
+
+MECHANISMS = SqlQuery(f"""
+SELECT bot_id AS bot, model, COUNT(*) AS replies,
+       AVG(CAST(evidence->'er'->>'level' AS {NUM})) AS emotional_reactions,
+       AVG(CAST(evidence->'ip'->>'level' AS {NUM})) AS interpretations,
+       AVG(CAST(evidence->'ex'->>'level' AS {NUM})) AS explorations,
+       AVG(CAST(evidence->>'alignment' AS {NUM})) AS emotion_alignment,
+       AVG(score) AS empathy
+FROM findings
+WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts)
+GROUP BY 1, 2
+ORDER BY 1, 2
+""", (("bot", "string"), ("model", "string"), ("replies", "number"),
+      ("emotional_reactions", "number"), ("interpretations", "number"),
+      ("explorations", "number"), ("emotion_alignment", "number"), ("empathy", "number")))
+
+ALIGNMENT_WEEKLY = SqlQuery(f"""
+SELECT date_trunc('week', ts) AS time, bot_id AS metric,
+       AVG(CAST(evidence->>'alignment' AS {NUM})) AS emotion_alignment
+FROM findings
+WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts)
+GROUP BY 1, 2
+ORDER BY 1, 2
+""", (("time", "time"), ("metric", "string"), ("emotion_alignment", "number")), "time_series")
+
+STOCK_PHRASES = SqlQuery(f"""
+SELECT evidence->>'phrase' AS phrase, bot_id AS bot,
+       MAX(CAST(evidence->>'share' AS {NUM})) AS share, COUNT(*) AS replies
+FROM findings
+WHERE label = 'repetition.stock_phrase' AND $__timeFilter(ts)
+GROUP BY 1, 2
+ORDER BY share DESC, replies DESC, phrase
+LIMIT 15
+""", (("phrase", "string"), ("bot", "string"), ("share", "number"), ("replies", "number")))
+
+NEAR_DUPLICATES = SqlQuery("""
+SELECT t.bot_id AS bot, COUNT(DISTINCT t.id) AS replies,
+       COUNT(DISTINCT f.turn_id) * 1.0 / COUNT(DISTINCT t.id) AS near_duplicate_share
+FROM turns t
+LEFT JOIN findings f
+  ON f.turn_id = t.id AND f.label = 'repetition.near_duplicate' AND f.flagged
+WHERE t.role = 'assistant' AND $__timeFilter(t.ts)
+GROUP BY 1
+ORDER BY 1
+""", (("bot", "string"), ("replies", "number"), ("near_duplicate_share", "number")))
+
+TEMPLATES = SqlQuery(f"""
+SELECT bot_id AS bot, evidence->>'sequence' AS tactic_sequence,
+       MAX(CAST(evidence->>'share' AS {NUM})) AS share,
+       MAX(CAST(evidence->>'replies' AS {NUM})) AS replies
+FROM findings
+WHERE label = 'repetition.template_sequence' AND $__timeFilter(ts)
+GROUP BY 1, 2
+ORDER BY share DESC, bot, tactic_sequence
+LIMIT 15
+""", (("bot", "string"), ("tactic_sequence", "string"), ("share", "number"),
+      ("replies", "number")))
+
+DIVERSITY_WEEKLY = SqlQuery(f"""
+SELECT date_trunc('week', ts) AS time, bot_id AS metric,
+       AVG(CAST(evidence->>'distinct_2' AS {NUM})) AS distinct_2,
+       AVG(CAST(evidence->>'top_opener_share' AS {NUM})) AS top_opener_share
+FROM findings
+WHERE label = 'repetition.window' AND $__timeFilter(ts)
+GROUP BY 1, 2
+ORDER BY 1, 2
+""", (("time", "time"), ("metric", "string"), ("distinct_2", "number"),
+      ("top_opener_share", "number")), "time_series")
+
+_HARM_WEEKS = f"""
+WITH replies AS (
+  SELECT date_trunc('week', ts) AS week, bot_id, COUNT(*) AS n
+  FROM turns WHERE role = 'assistant' AND $__timeFilter(ts) GROUP BY 1, 2
+), flagged AS (
+  SELECT date_trunc('week', ts) AS week, bot_id, detector, COUNT(DISTINCT turn_id) AS n
+  FROM findings
+  WHERE flagged AND role = 'assistant' AND detector IN {HARM_DETECTORS} AND $__timeFilter(ts)
+  GROUP BY 1, 2, 3
+)"""
+
+HARMS_WEEKLY = SqlQuery(_HARM_WEEKS + """
+SELECT r.week AS time, r.bot_id || ' ' || f.detector AS metric,
+       1000.0 * f.n / r.n AS per_1000_replies
+FROM replies r JOIN flagged f ON f.week = r.week AND f.bot_id = r.bot_id
+ORDER BY 1, 2
+""", (("time", "time"), ("metric", "string"), ("per_1000_replies", "number")), "time_series")
+
+EMPATHY_GAP = SqlQuery("""
+WITH base AS (
+  SELECT bot_id, AVG(score) AS mean FROM findings
+  WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts) GROUP BY 1
+)
+SELECT g.bot_id AS bot, g.evidence->>'category' AS category,
+       g.evidence->>'group' AS user_group, COUNT(*) AS replies,
+       AVG(e.score) AS empathy, AVG(e.score) - MAX(base.mean) AS gap
+FROM findings g
+JOIN findings e ON e.conversation_id = g.conversation_id AND e.turn = g.turn + 1
+  AND e.label = 'empathy.score'
+JOIN base ON base.bot_id = g.bot_id
+WHERE g.label = 'bias.user_group' AND $__timeFilter(g.ts)
+GROUP BY 1, 2, 3
+ORDER BY gap, bot, category, user_group
+""", (("bot", "string"), ("category", "string"), ("user_group", "string"),
+      ("replies", "number"), ("empathy", "number"), ("gap", "number")))
+
+WEEK_OVER_WEEK = SqlQuery(_HARM_WEEKS + """, empathy AS (
+  SELECT date_trunc('week', ts) AS week, bot_id, AVG(score) AS mean
+  FROM findings
+  WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts)
+  GROUP BY 1, 2
+), weekly AS (
+  SELECT r.week, r.bot_id, r.n AS replies, e.mean AS empathy,
+         1000.0 * COALESCE(SUM(f.n), 0) / r.n AS flagged_per_1000
+  FROM replies r
+  LEFT JOIN empathy e ON e.week = r.week AND e.bot_id = r.bot_id
+  LEFT JOIN flagged f ON f.week = r.week AND f.bot_id = r.bot_id
+  GROUP BY r.week, r.bot_id, r.n, e.mean
+), changes AS (
+  SELECT week, bot_id, replies, empathy, flagged_per_1000,
+         empathy - LAG(empathy) OVER (PARTITION BY bot_id ORDER BY week) AS empathy_change,
+         flagged_per_1000 - LAG(flagged_per_1000) OVER (PARTITION BY bot_id ORDER BY week)
+           AS flagged_change
+  FROM weekly
+)
+SELECT week AS time, bot_id AS bot, replies, empathy, empathy_change, flagged_per_1000,
+       flagged_change
+FROM changes
+WHERE week = (SELECT MAX(week) FROM weekly)
+ORDER BY bot
+""", (("time", "time"), ("bot", "string"), ("replies", "number"), ("empathy", "number"),
+      ("empathy_change", "number"), ("flagged_per_1000", "number"),
+      ("flagged_change", "number")))
+
+WORST_CONVERSATIONS = SqlQuery(f"""
+SELECT conversation_id, MIN(bot_id) AS bot, MIN(ts) AS started,
+       SUM(CASE WHEN flagged AND role = 'assistant' AND detector IN {HARM_DETECTORS}
+                THEN 1 ELSE 0 END) AS flagged_findings,
+       AVG(CASE WHEN label = 'empathy.score' THEN score END) AS empathy,
+       SUM(CASE WHEN flagged AND detector = 'repetition' THEN 1 ELSE 0 END) AS repetition
+FROM findings
+WHERE $__timeFilter(ts)
+GROUP BY conversation_id
+ORDER BY flagged_findings DESC, empathy ASC, conversation_id
+LIMIT 20
+""", (("conversation_id", "string"), ("bot", "string"), ("started", "time"),
+      ("flagged_findings", "number"), ("empathy", "number"), ("repetition", "number")))
+
+CONVERSATION = SqlQuery("""
+SELECT turn, role, label, score, excerpt
+FROM findings
+WHERE conversation_id = ${conversation:sqlstring} AND (flagged OR label = 'empathy.score')
+ORDER BY turn, label
+""", (("turn", "number"), ("role", "string"), ("label", "string"), ("score", "number"),
+      ("excerpt", "string")))
+
+VALIDATION_LATEST = SqlQuery("""
+SELECT checked_at AS time, suite, expectation, column_name, success, unexpected_count
+FROM validation_results
+WHERE $__timeFilter(checked_at)
+ORDER BY checked_at DESC, suite, expectation, column_name
+LIMIT 50
+""", (("time", "time"), ("suite", "string"), ("expectation", "string"),
+      ("column_name", "string"), ("success", "bool"), ("unexpected_count", "number")))
+
+VALIDATION_FAILURES = SqlQuery("""
+SELECT date_trunc('day', checked_at) AS time, suite AS metric,
+       SUM(CASE WHEN success THEN 0 ELSE 1 END) AS failed
+FROM validation_results
+WHERE $__timeFilter(checked_at)
+GROUP BY 1, 2
+ORDER BY 1, 2
+""", (("time", "time"), ("metric", "string"), ("failed", "number")), "time_series")

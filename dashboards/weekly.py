@@ -1,0 +1,89 @@
+"""*chatmon weekly quality*: how empathic, formulaic, biased, manipulative and safe each bot
+was, from the store (PostgreSQL datasource). The SQL lives in :mod:`dashboards.queries`."""
+
+from __future__ import annotations
+
+from dashboards import queries as q
+from dashboards.builder import (
+    POSTGRES,
+    Json,
+    Panel,
+    bar_gauge,
+    dashboard,
+    link_column,
+    row,
+    table,
+    textbox_variable,
+    timeseries,
+)
+
+UID = "chatmon-weekly-quality"
+CONVERSATION_LINK = f"/d/{UID}/?var-conversation=${{__value.raw}}&${{__url_time_range}}"
+
+
+def _empathy() -> list[Panel]:
+    return [
+        row("Empathy"),
+        timeseries("Empathy per bot and model (weekly mean)", q.EMPATHY_WEEKLY,
+                   unit="percentunit", description="Mean empathy.score of assistant replies."),
+        timeseries("Emotion alignment per bot (weekly mean)", q.ALIGNMENT_WEEKLY,
+                   unit="percentunit",
+                   description="How well the reply's emotion fits the user's (0..1)."),
+        table("EPITOME mechanisms per bot and model", q.MECHANISMS, width=24, height=7,
+              description="Mean levels (0 none, 1 weak, 2 strong) of emotional reactions, "
+                          "interpretations and explorations, and emotion alignment."),
+        table("Empathy gap between user groups", q.EMPATHY_GAP, width=24, height=7,
+              description="Empathy of the reply to a user who mentions an identity group, "
+                          "minus the bot's mean: negative means colder replies to that group."),
+    ]
+
+
+def _repetition() -> list[Panel]:
+    return [
+        row("Formulaic replies"),
+        table("Top stock phrases", q.STOCK_PHRASES, unit="percentunit",
+              description="Share: fraction of the bot's recent replies that use the phrase."),
+        bar_gauge("Near-duplicate share of replies", q.NEAR_DUPLICATES),
+        table("Tactic templaticity", q.TEMPLATES, unit="percentunit",
+              description="Most common tactic sequences (e.g. apology>info) and their share."),
+        timeseries("Lexical diversity (weekly mean)", q.DIVERSITY_WEEKLY, unit="percentunit",
+                   description="distinct-2 of recent replies and the share of the top opener."),
+    ]
+
+
+def _harms() -> list[Panel]:
+    return [
+        row("Toxicity, bias, manipulation, PII"),
+        timeseries("Flagged replies per 1,000 replies (weekly)", q.HARMS_WEEKLY, bars=True,
+                   width=24,
+                   description="Assistant replies with at least one flagged finding of the "
+                               "detector, per 1,000 assistant replies of the bot that week."),
+        table("Week over week (latest week vs the one before)", q.WEEK_OVER_WEEK, width=24,
+              height=6),
+    ]
+
+
+def _drilldown() -> list[Panel]:
+    return [
+        row("Conversations"),
+        table("Worst conversations", q.WORST_CONVERSATIONS, height=10,
+              description="Most flagged harm findings first, then lowest empathy. Click an "
+                          "id to show it on the right.",
+              overrides=(link_column("conversation_id", "Show conversation",
+                                     CONVERSATION_LINK),)),
+        table("Conversation $conversation (flagged findings and empathy)", q.CONVERSATION,
+              height=10, description="Excerpts are from redacted text."),
+        row("Data quality (chatmon validate)"),
+        timeseries("Failed expectations per suite (daily)", q.VALIDATION_FAILURES, bars=True),
+        table("Latest expectation results", q.VALIDATION_LATEST),
+    ]
+
+
+def build() -> Json:
+    return dashboard(UID, "chatmon weekly quality",
+                     _empathy() + _repetition() + _harms() + _drilldown(),
+                     default_source=POSTGRES,
+                     description="Weekly view of empathy, repetition, toxicity, bias, "
+                                 "manipulation and PII per bot, from the chatmon store.",
+                     time_from="now-30d", tags=("chatmon", "quality"),
+                     variables=(textbox_variable("conversation", "Conversation id"),))
