@@ -23,6 +23,8 @@ CONTENT_TACTICS = frozenset({"advice", "information", "assistance"})
 EMPATHIC_TACTICS = frozenset(
     {"validation", "paraphrasing", "emotional_expression", "reassurance", "empowerment"}
 )
+FORMULA_WORDS = 16  # restating blocks up to this many words count fully as a formula
+RESTATING_TACTICS = frozenset({"validation", "paraphrasing"})
 _NEUTRAL = EMOTIONS.index("neutral")
 
 
@@ -50,43 +52,59 @@ def _is_ack(a: ReplyAnalysis, i: int) -> bool:
 
 
 def advice_before_ack(a: ReplyAnalysis) -> FlagParts | None:
-    """Advice given to an emotional user before (or without) any acknowledgement of the feeling."""
-    advice = [i for i, t in enumerate(a.tactics) if t == "advice"]
-    if not advice:
+    """Advice or instructions given to an emotional user before (or without) any acknowledgement
+    of the feeling. For a support bot, instructions ("You can downgrade under Settings") and
+    offers of help count as advice here, as they do for the user reading them."""
+    content = [i for i, t in enumerate(a.tactics) if t in CONTENT_TACTICS]
+    if not content:
         return None
-    first_advice = advice[0]
+    first = content[0]
     acks = [i for i in range(len(a.tactics)) if _is_ack(a, i)]
     first_ack = acks[0] if acks else None
-    if first_ack is not None and first_ack < first_advice:
+    if first_ack is not None and first_ack < first:
         return None
     emotional = 1.0 - float(a.user_emotion[_NEUTRAL])
-    score = emotional * float(a.advice_p[first_advice])
+    score = emotional * max(float(a.tactic_p[first]), float(a.advice_p[first]))
     evidence = {
-        "advice_sentence": first_advice,
+        "advice_sentence": first,
+        "advice_tactic": a.tactics[first],
         "first_ack_sentence": first_ack,
         "user_emotion": _user_label(a),
         "user_emotional_p": round(emotional, 3),
     }
-    return score, a.spans[first_advice], evidence
+    return score, a.spans[first], evidence
+
+
+def _restating(a: ReplyAnalysis, i: int) -> bool:
+    return a.tactics[i] in RESTATING_TACTICS or lexicon.first_hit(lexicon.RESTATEMENT, a.sentences[i]) is not None
 
 
 def formulaic_restatement(a: ReplyAnalysis) -> FlagParts | None:
-    """An opening formula restating the user's emotion, followed straight by content (advice,
-    information, help) rather than by anything that engages with the feeling."""
+    """An opening formula restating the user's emotion ("I understand how you feel. You are upset
+    because..."), followed straight by content (advice, information, help) rather than by
+    anything that engages with the feeling (a question, comfort)."""
     for i in range(min(2, len(a.sentences))):
         pattern = lexicon.first_hit(lexicon.RESTATEMENT, a.sentences[i])
         if pattern is None:
             continue
         nxt = i + 1
+        while nxt < len(a.sentences) and _restating(a, nxt):
+            nxt += 1
         if nxt >= len(a.sentences) or a.tactics[nxt] not in CONTENT_TACTICS:
             return None
+        block_words = sum(len(a.sentences[k].split()) for k in range(i, nxt))
+        # A short stock restatement is a formula; a long one that works through the user's
+        # specifics ("I hear you, losing your job is a huge shock and...") much less so.
+        generic = min(1.0, FORMULA_WORDS / max(1, block_words))
         evidence = {
             "pattern": pattern,
             "sentence": i,
+            "restating_sentences": nxt - i,
+            "restating_words": block_words,
             "next_sentence": nxt,
             "next_tactic": a.tactics[nxt],
         }
-        return float(a.tactic_p[nxt]), a.spans[i], evidence
+        return float(a.tactic_p[nxt]) * generic, (a.spans[i][0], a.spans[nxt - 1][1]), evidence
     return None
 
 
@@ -109,27 +127,30 @@ def overempathising(a: ReplyAnalysis) -> FlagParts | None:
 
 
 def length_inflated(a: ReplyAnalysis) -> FlagParts | None:
-    """Many stock empathic phrases and little content: empathy carried by length, not substance."""
+    """Many stock empathic phrases and little content: empathy carried by length, not substance.
+    Score = volume of empathic phrases and sentences (saturating at 6) x the share of the reply's
+    words that are not in content sentences (advice, information, help, questions)."""
     phrases: list[str] = []
     for s in a.sentences:
         phrases += lexicon.hit_names(lexicon.EMPATHIC_PHRASES, s)
     n_emp = sum(t in EMPATHIC_TACTICS for t in a.tactics)
-    n_content = sum(t in CONTENT_TACTICS or t == "questioning" for t in a.tactics)
-    n = len(a.sentences)
-    if n == 0 or (len(phrases) < 2 and n_emp < 3):
+    is_content = [t in CONTENT_TACTICS or t == "questioning" for t in a.tactics]
+    if not a.sentences or (len(phrases) < 2 and n_emp < 3):
         return None
+    words = [len(s.split()) for s in a.sentences]
+    content_words = sum(w for w, c in zip(words, is_content, strict=True) if c)
     volume = min(1.0, (len(phrases) + n_emp) / 6.0)
-    share = n_emp / n
-    score = volume * share
+    filler_share = 1.0 - content_words / max(1, sum(words))
     evidence = {
         "empathic_phrases": len(phrases),
         "phrase_patterns": sorted(set(phrases)),
         "empathic_sentences": n_emp,
-        "content_sentences": n_content,
-        "sentences": n,
+        "content_sentences": sum(is_content),
+        "content_word_share": round(content_words / max(1, sum(words)), 3),
+        "sentences": len(a.sentences),
         "words": a.words,
     }
-    return float(score), None, evidence
+    return float(volume * filler_share), None, evidence
 
 
 FLAGS = {

@@ -67,6 +67,7 @@ RESTATEMENT = _compile({
     "i_understand_that": r"^\W*i\s+(?:completely\s+|totally\s+|fully\s+)?understand\s+(?:that\s+|how\s+|why\s+)?(?:you(?:'re|\s+are|\s+feel|\s+must)|this|it|your)\b",
     "sorry_to_hear_feeling": r"^\W*i'?m\s+(?:so\s+|really\s+|very\s+)?sorry\s+(?:to hear|that)\s+(?:that\s+)?you(?:'re|\s+are|\s+feel|'ve been)\b",
     "i_hear_that": r"^\W*i\s+hear\s+(?:that\s+|you)\b",
+    "you_feel_because": r"^\W*you(?:'re|\s+are|\s+feel|\s+must\s+(?:feel|be))\s+(?:\w+\s+){0,2}because\b",
     "its_understandable": r"^\W*it'?s\s+(?:completely\s+|totally\s+|perfectly\s+)?(?:understandable|natural|normal|okay|valid)\s+(?:to\s+feel|that\s+you)\b",
 })
 
@@ -92,7 +93,10 @@ EMOTION_WORDS = re.compile(
     r"angry|furious|mad|hate|livid|pissed|annoy\w*|frustrat\w*|fed up|sick of|tired of|ugh|"
     r"scared|afraid|terrified|anxious|anxiety|panic\w*|worried|nervous|fear\w*|stress\w*|"
     r"happy|excited|thrilled|proud|grateful|love|awesome|yay|"
-    r"upset|overwhelm\w*|heartbroken|miserable|hopeless|worthless|suicid\w*|kill myself)\b|[!]{2,}|:\(",
+    r"upset|overwhelm\w*|heartbroken|miserable|hopeless|worthless|suicid\w*|kill myself|"
+    r"disappoint\w*|devastat\w*|shaking|shaken|desperate|struggl\w*|can'?t cope|redundan\w*|"
+    r"laid off|fired|flood\w*|stolen|robbed|funeral|widow\w*|sick|hospital|diagnos\w*|"
+    r"can'?t afford|broke|terrible|awful|horrible|furious|stressed|embarrass\w*)\b|[!]{2,}|:\(",
     _I,
 )
 

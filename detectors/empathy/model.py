@@ -163,7 +163,7 @@ class EmpathyModel:
         sims = self._emotion(prompt_emb, self.user_protos, self.user_labels)[0]
         # An emotion word makes "plain request" less likely; its absence makes it more likely.
         has_word = lexicon.EMOTION_WORDS.search(prompt_text) is not None
-        sims[EMOTIONS.index("neutral")] += -0.05 if has_word else 0.03
+        sims[EMOTIONS.index("neutral")] += -0.08 if has_word else 0.03
         return _softmax(sims / self.params.emotion_temperature)
 
     def reply_emotion(self, sent_emb: np.ndarray, reply_emb: np.ndarray | None = None) -> np.ndarray:
