@@ -243,14 +243,17 @@ def _connectable(port: int) -> bool:
               show_default=True)
 @click.option("--tansu", "use_tansu", is_flag=True,
               help="Start a local tansu broker instead of using CHATMON_KAFKA_BOOTSTRAP.")
-def main(n_turns: int, rate: float, worker_counts: tuple[int, ...], use_tansu: bool) -> None:
+@click.option("--session-timeout", type=float, default=10.0, show_default=True,
+              help="Consumer session timeout (s); longer than the slowest batch.")
+def main(n_turns: int, rate: float, worker_counts: tuple[int, ...], use_tansu: bool,
+         session_timeout: float) -> None:
     """Print one JSON line per worker count."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop workers and broker on TERM
     base = load_settings()
     with ExitStack() as stack:
-        overrides: dict[str, Any] = {}
+        overrides: dict[str, Any] = {"kafka_session_timeout_s": session_timeout}
         if use_tansu:
-            overrides = {"kafka_bootstrap": stack.enter_context(tansu()),
-                         "kafka_session_timeout_s": 4.0}
+            overrides["kafka_bootstrap"] = stack.enter_context(tansu())
         settings = base.model_copy(update=overrides)
         for n in worker_counts:
             click.echo(json.dumps(bench_kafka(settings, n_turns, rate, n)))
