@@ -26,7 +26,7 @@ LICENSE_NOTE = (
 
 def _features(model: object, texts: list[str], prompts: list[str]) -> np.ndarray:
     from detectors.empathy.analysis import analyse
-    from detectors.features import SENTENCES, SENTENCE_EMBEDDINGS, SentenceEncoder, split_sentences
+    from detectors.features import SENTENCE_EMBEDDINGS, SENTENCES, SentenceEncoder, split_sentences
 
     enc = SentenceEncoder()
     spans = [split_sentences(t) for t in texts]
@@ -41,7 +41,8 @@ def _features(model: object, texts: list[str], prompts: list[str]) -> np.ndarray
 
 
 def train_empathy(data_dir: Path, out_dir: Path, c: float = 1.0) -> Path:
-    """Fit the three level heads on EPITOME-format data in ``data_dir``; returns the weights file."""
+    """Fit the three level heads on EPITOME-format data in ``data_dir``; returns the weights
+    file."""
     from sklearn.linear_model import LogisticRegression
 
     from detectors.empathy.model import MODEL_PATH, EmpathyModel

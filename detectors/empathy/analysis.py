@@ -70,7 +70,7 @@ class TurnAnalysis:
 
     def mech_evidence(self, j: int) -> dict[str, Any]:
         tag = MECHANISMS[j] + ":"
-        cues = sorted({c[len(tag):] for cs in self.cues for c in cs if c.startswith(tag)})
+        cues = sorted({c[len(tag) :] for cs in self.cues for c in cs if c.startswith(tag)})
         best = int(np.argmax(self.reply.sent_mech[:, j])) if len(self.reply.spans) else None
         return {"level": self.mech_levels[j], "cues": cues, "sentence": best}
 
@@ -85,8 +85,10 @@ class TurnAnalysis:
 
     def summary(self, backend: str) -> dict[str, Any]:
         r = self.reply
-        mech = {m: {"level": self.mech_levels[j], "score": round(float(r.mech[j]), 3)}
-                for j, m in enumerate(MECHANISMS)}
+        mech = {
+            m: {"level": self.mech_levels[j], "score": round(float(r.mech[j]), 3)}
+            for j, m in enumerate(MECHANISMS)
+        }
         per_sentence = [
             {"span": list(sp), "tactic": t, "p": round(float(p), 3)}
             for sp, t, p in zip(r.spans, r.tactics, r.tactic_p, strict=True)
@@ -133,13 +135,21 @@ def analyse(
     reply_emo = model.reply_emotion(sent_emb, feats.get(EMBEDDING))
     align = alignment(user, reply_emo)
     reply = ReplyAnalysis(
-        sentences=sentences, spans=spans, tactics=tactics, tactic_p=tactic_p,  # type: ignore[arg-type]
-        advice_p=probs[:, _ADVICE] if len(spans) else np.zeros(0), sent_mech=sent_mech,
-        mech=np.asarray(mech, dtype=np.float32), user_emotion=user, words=len(text.split()),
+        sentences=sentences,
+        spans=spans,
+        tactics=tactics,
+        tactic_p=tactic_p,  # type: ignore[arg-type]
+        advice_p=probs[:, _ADVICE] if len(spans) else np.zeros(0),
+        sent_mech=sent_mech,
+        mech=np.asarray(mech, dtype=np.float32),
+        user_emotion=user,
+        words=len(text.split()),
     )
     breadth = min(1.0, sum(t in EMPATHIC_TACTICS for t in tactics) / BREADTH_CAP)
     total = OVERALL_WEIGHTS.sum() + ALIGNMENT_WEIGHT + BREADTH_WEIGHT
-    overall = float(OVERALL_WEIGHTS @ reply.mech + ALIGNMENT_WEIGHT * align + BREADTH_WEIGHT * breadth)
+    overall = float(
+        OVERALL_WEIGHTS @ reply.mech + ALIGNMENT_WEIGHT * align + BREADTH_WEIGHT * breadth
+    )
     overall /= float(total)
     levels = tuple(level(m, float(reply.mech[j])) for j, m in enumerate(MECHANISMS))
     if head is not None:

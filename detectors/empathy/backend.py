@@ -35,7 +35,9 @@ def mechanism_columns(id2label: dict[int, str]) -> list[int]:
     for mech, aliases in _ALIASES.items():
         hit = next((names[a] for a in aliases if a in names), None)
         if hit is None:
-            raise DetectorError(f"empathy model labels {sorted(names)} do not name mechanism {mech}")
+            raise DetectorError(
+                f"empathy model labels {sorted(names)} do not name mechanism {mech}"
+            )
         cols.append(hit)
     return cols
 
@@ -55,9 +57,13 @@ class TransformersMechanisms:
         try:
             from transformers import AutoModelForSequenceClassification, AutoTokenizer
         except ImportError as exc:
-            raise DetectorError("empathy transformers backend needs: pip install 'chatmon[nlp]'") from exc
+            raise DetectorError(
+                "empathy transformers backend needs: pip install 'chatmon[nlp]'"
+            ) from exc
         tok = AutoTokenizer.from_pretrained(self.model_dir, local_files_only=True)
-        model = AutoModelForSequenceClassification.from_pretrained(self.model_dir, local_files_only=True)
+        model = AutoModelForSequenceClassification.from_pretrained(
+            self.model_dir, local_files_only=True
+        )
         if not getattr(tok, "is_fast", False):
             raise DetectorError("empathy backend needs a fast tokenizer (tokenizer.json) to chunk")
         if len(tok) < MIN_VOCAB or len(tok) > model.config.vocab_size:
@@ -72,9 +78,14 @@ class TransformersMechanisms:
         keep = max(8, self.max_length // 4)
         short = [" ".join(p.split()[-keep:]) or " " for p in prompts]
         return self._tok(
-            short, [r or " " for r in replies], truncation="only_second",
-            max_length=self.max_length, stride=self.max_length // 8,
-            return_overflowing_tokens=True, padding=True, return_tensors="pt",
+            short,
+            [r or " " for r in replies],
+            truncation="only_second",
+            max_length=self.max_length,
+            stride=self.max_length // 8,
+            return_overflowing_tokens=True,
+            padding=True,
+            return_tensors="pt",
         )
 
     def predict(self, prompts: Sequence[str], replies: Sequence[str]) -> np.ndarray:

@@ -15,8 +15,17 @@ import numpy as np
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "empathy"
 TACTICS = (
-    "validation", "paraphrasing", "emotional_expression", "reassurance", "advice", "information",
-    "assistance", "questioning", "self_disclosure", "empowerment", "other",
+    "validation",
+    "paraphrasing",
+    "emotional_expression",
+    "reassurance",
+    "advice",
+    "information",
+    "assistance",
+    "questioning",
+    "self_disclosure",
+    "empowerment",
+    "other",
 )
 EMOTIONS = ("anger", "sadness", "fear", "frustration", "joy", "neutral")
 
@@ -32,7 +41,9 @@ def read_rows(path: Path, n_fields: int) -> list[list[str]]:
             continue
         parts = line.split("\t")
         if len(parts) != n_fields:
-            raise ValueError(f"{path.name}: expected {n_fields} tab-separated fields: {line[:40]!r}")
+            raise ValueError(
+                f"{path.name}: expected {n_fields} tab-separated fields: {line[:40]!r}"
+            )
         rows.append(parts)
     return rows
 
@@ -42,7 +53,9 @@ def fit_tactics(x: np.ndarray, y: np.ndarray, c: float = 4.0) -> tuple[np.ndarra
     try:
         from sklearn.linear_model import LogisticRegression
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("building the empathy model needs scikit-learn: pip install 'chatmon[nlp]'") from exc
+        raise ImportError(
+            "building the empathy model needs scikit-learn: pip install 'chatmon[nlp]'"
+        ) from exc
     clf = LogisticRegression(C=c, max_iter=2000, class_weight="balanced")
     clf.fit(x, y)
     order = [list(clf.classes_).index(i) for i in range(len(TACTICS))]

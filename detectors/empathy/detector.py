@@ -74,7 +74,9 @@ class EmpathyDetector:
         for i, item in enumerate(batch):
             feats = item.context.features
             if SENTENCE_EMBEDDINGS not in feats or SENTENCES not in feats:
-                raise DetectorError("empathy needs the shared features sentences/sentence_embeddings")
+                raise DetectorError(
+                    "empathy needs the shared features sentences/sentence_embeddings"
+                )
             mech = None if override is None else override[i]
             a = analyse(self._model, item.turn.text, item.context.prompt_text, feats, mech)
             out.append(self._findings(a))
@@ -89,7 +91,9 @@ class EmpathyDetector:
     def _findings(self, a: TurnAnalysis) -> list[Finding]:
         found = [self._finding("score", a.overall, None, a.summary(self.backend))]
         for j, mech in enumerate(MECHANISMS):
-            found.append(self._finding(mech, float(a.reply.mech[j]), a.mech_span(j), a.mech_evidence(j)))
+            found.append(
+                self._finding(mech, float(a.reply.mech[j]), a.mech_span(j), a.mech_evidence(j))
+            )
         found.append(self._finding("alignment", a.alignment, None, a.alignment_evidence()))
         for sub, flag in FLAGS.items():
             parts = flag(a.reply)

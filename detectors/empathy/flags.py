@@ -76,7 +76,10 @@ def advice_before_ack(a: ReplyAnalysis) -> FlagParts | None:
 
 
 def _restating(a: ReplyAnalysis, i: int) -> bool:
-    return a.tactics[i] in RESTATING_TACTICS or lexicon.first_hit(lexicon.RESTATEMENT, a.sentences[i]) is not None
+    return (
+        a.tactics[i] in RESTATING_TACTICS
+        or lexicon.first_hit(lexicon.RESTATEMENT, a.sentences[i]) is not None
+    )
 
 
 def formulaic_restatement(a: ReplyAnalysis) -> FlagParts | None:

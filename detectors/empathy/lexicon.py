@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (regex tables read best one pattern per line)
 """Compiled cue patterns for the empathy detector (data, not logic).
 
 Each pattern has a name that findings record in their evidence (never the matched text). Cues add

@@ -19,31 +19,37 @@ MODEL_PATH = Path(__file__).resolve().parent.parent / "data" / "empathy" / "mode
 MECHANISMS = ("er", "ip", "ex")
 
 # How much each tactic counts towards each EPITOME mechanism (rows follow TACTICS).
-_TACTIC_TO_MECH = np.array([
-    # er   ip   ex
-    [0.3, 0.8, 0.0],  # validation
-    [0.1, 1.0, 0.0],  # paraphrasing
-    [1.0, 0.1, 0.0],  # emotional_expression
-    [0.8, 0.0, 0.0],  # reassurance
-    [0.0, 0.0, 0.0],  # advice
-    [0.0, 0.0, 0.0],  # information
-    [0.0, 0.0, 0.0],  # assistance
-    [0.0, 0.0, 1.0],  # questioning
-    [0.0, 1.0, 0.0],  # self_disclosure
-    [0.6, 0.2, 0.0],  # empowerment
-    [0.0, 0.0, 0.0],  # other
-], dtype=np.float32)
+_TACTIC_TO_MECH = np.array(
+    [
+        # er   ip   ex
+        [0.3, 0.8, 0.0],  # validation
+        [0.1, 1.0, 0.0],  # paraphrasing
+        [1.0, 0.1, 0.0],  # emotional_expression
+        [0.8, 0.0, 0.0],  # reassurance
+        [0.0, 0.0, 0.0],  # advice
+        [0.0, 0.0, 0.0],  # information
+        [0.0, 0.0, 0.0],  # assistance
+        [0.0, 0.0, 1.0],  # questioning
+        [0.0, 1.0, 0.0],  # self_disclosure
+        [0.6, 0.2, 0.0],  # empowerment
+        [0.0, 0.0, 0.0],  # other
+    ],
+    dtype=np.float32,
+)
 
 # Similarity between emotions in the emotion space used for alignment (rows/cols follow EMOTIONS).
-EMOTION_SIM = np.array([
-    # ang  sad  fear frus joy  neu
-    [1.0, 0.3, 0.2, 0.8, 0.0, 0.1],  # anger
-    [0.3, 1.0, 0.5, 0.4, 0.0, 0.1],  # sadness
-    [0.2, 0.5, 1.0, 0.4, 0.0, 0.1],  # fear
-    [0.8, 0.4, 0.4, 1.0, 0.0, 0.1],  # frustration
-    [0.0, 0.0, 0.0, 0.0, 1.0, 0.3],  # joy
-    [0.1, 0.1, 0.1, 0.1, 0.3, 1.0],  # neutral
-], dtype=np.float32)
+EMOTION_SIM = np.array(
+    [
+        # ang  sad  fear frus joy  neu
+        [1.0, 0.3, 0.2, 0.8, 0.0, 0.1],  # anger
+        [0.3, 1.0, 0.5, 0.4, 0.0, 0.1],  # sadness
+        [0.2, 0.5, 1.0, 0.4, 0.0, 0.1],  # fear
+        [0.8, 0.4, 0.4, 1.0, 0.0, 0.1],  # frustration
+        [0.0, 0.0, 0.0, 0.0, 1.0, 0.3],  # joy
+        [0.1, 0.1, 0.1, 0.1, 0.3, 1.0],  # neutral
+    ],
+    dtype=np.float32,
+)
 
 
 @dataclass(frozen=True)
@@ -166,17 +172,24 @@ class EmpathyModel:
         sims[EMOTIONS.index("neutral")] += -0.08 if has_word else 0.03
         return _softmax(sims / self.params.emotion_temperature)
 
-    def reply_emotion(self, sent_emb: np.ndarray, reply_emb: np.ndarray | None = None) -> np.ndarray:
-        """Distribution over EMOTIONS for the reply: the most emotional sentence per emotion decides;
-        neutral comes from the whole reply (plain content is the default)."""
+    def reply_emotion(
+        self, sent_emb: np.ndarray, reply_emb: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Distribution over EMOTIONS for the reply: the most emotional sentence per emotion
+        decides; neutral comes from the whole reply (plain content is the default)."""
         if len(sent_emb) == 0:
             return np.eye(len(EMOTIONS), dtype=np.float32)[EMOTIONS.index("neutral")]
         per = self._emotion(sent_emb, self.reply_protos, self.reply_labels)
         agg = per.max(axis=0)
         n = EMOTIONS.index("neutral")
-        whole = per if reply_emb is None else self._emotion(reply_emb, self.reply_protos, self.reply_labels)
+        whole = (
+            per
+            if reply_emb is None
+            else self._emotion(reply_emb, self.reply_protos, self.reply_labels)
+        )
         agg[n] = whole[:, n].mean() + self.params.reply_neutral_bias
         return _softmax(agg / self.params.emotion_temperature)
+
 
 def alignment(user: np.ndarray, reply: np.ndarray) -> float:
     """Soft cosine of two emotion distributions under EMOTION_SIM, in [0, 1]."""

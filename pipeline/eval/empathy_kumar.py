@@ -47,7 +47,9 @@ def _tactic_share(tactic: str) -> Measure:
 
 
 def _label(sub: str, invert: bool = False) -> Measure:
-    return lambda f: (1.0 - f[f"{DETECTOR}.{sub}"].score) if invert else f[f"{DETECTOR}.{sub}"].score
+    return lambda f: (
+        (1.0 - f[f"{DETECTOR}.{sub}"].score) if invert else f[f"{DETECTOR}.{sub}"].score
+    )
 
 
 EPITOME_DIMS = {
@@ -106,7 +108,8 @@ def conversation_inputs(cid: str, text: str) -> list[ScoringInput]:
 
 
 def _correlate(
-    gold: dict[str, dict[str, float]], measured: dict[str, list[dict[str, Finding]]],
+    gold: dict[str, dict[str, float]],
+    measured: dict[str, list[dict[str, Finding]]],
     dims: dict[str, Measure],
 ) -> dict[str, float]:
     ids = [i for i in gold if measured.get(i)]
@@ -127,7 +130,9 @@ def _by_item(keys: Sequence[str], found: Sequence[dict[str, Finding]]) -> dict[s
 
 def _conversations(path: Path, file: str, id_col: str, settings: Settings) -> dict[str, list]:
     (csv_file,) = require(path / "original_data", file)
-    convs = {r[id_col]: r["full_conversation"] for r in read_csv(csv_file, (id_col, "full_conversation"))}
+    convs = {
+        r[id_col]: r["full_conversation"] for r in read_csv(csv_file, (id_col, "full_conversation"))
+    }
     items = [(cid, x) for cid, text in convs.items() for x in conversation_inputs(cid, text)]
     return _by_item([c for c, _ in items], score_items([x for _, x in items], settings))
 
@@ -139,9 +144,11 @@ def evaluate_kumar(path: Path, settings: Settings) -> EvalResult:
     measured = {
         "epitome": _by_item([r["sp_id"] for r in ep_rows], score_items(ep_items, settings)),
         "empatheticdialogues": _conversations(
-            path, "sample_empatheticdialogues.csv", "conv_id", settings),
+            path, "sample_empatheticdialogues.csv", "conv_id", settings
+        ),
         "lend_an_ear": _conversations(
-            path, "sample_lend_an_ear_conversations.csv", "conversation_id", settings),
+            path, "sample_lend_an_ear_conversations.csv", "conversation_id", settings
+        ),
     }
     frameworks = {
         "epitome": ("sp_id", EPITOME_DIMS),

@@ -109,15 +109,20 @@ def evaluate_welivita(path: Path, settings: Settings) -> EvalResult:
     rows = read_csv(file, cols)
     items = [
         simple_input(r[f"response_{k}"], prompt=r["speaker_uttr"], conversation_id=str(i))
-        for i, r in enumerate(rows) for k in WELIVITA_KINDS
+        for i, r in enumerate(rows)
+        for k in WELIVITA_KINDS
     ]
     scores = [f[f"{DETECTOR}.score"].score for f in score_items(items, settings)]
     ratings = [float(r[f"rating_{k}"]) for r in rows for k in WELIVITA_KINDS]
     k = len(WELIVITA_KINDS)
-    groups = [list(zip(ratings[i : i + k], scores[i : i + k], strict=True))
-              for i in range(0, len(ratings), k)]
+    groups = [
+        list(zip(ratings[i : i + k], scores[i : i + k], strict=True))
+        for i in range(0, len(ratings), k)
+    ]
     acc, n_pairs = pairwise_accuracy(groups)
-    by_kind = {kind: round(float(np.mean(scores[j::k])), 4) for j, kind in enumerate(WELIVITA_KINDS)}
+    by_kind = {
+        kind: round(float(np.mean(scores[j::k])), 4) for j, kind in enumerate(WELIVITA_KINDS)
+    }
     detail = {"pairs": n_pairs, "mean_score_by_response_type": by_kind}
     metrics = {"pairwise_acc": acc, "spearman": spearman(ratings, scores)}
     return EvalResult("welivita-pu", DETECTOR, len(rows), metrics, detail)

@@ -35,10 +35,18 @@ def flagged(found: dict[str, Finding]) -> set[str]:
 
 MECHANISM_CASES = [
     # text, prompt, {mechanism: minimum level}, {mechanism: maximum level}
-    ("I'm so sorry for your loss, that must be incredibly hard. How are you holding up?", GRIEF,
-     {"er": 1, "ex": 1}, {}),
-    ("I lost my father two years ago and I know exactly how much this hurts.", GRIEF,
-     {"ip": 1}, {"ex": 0}),
+    (
+        "I'm so sorry for your loss, that must be incredibly hard. How are you holding up?",
+        GRIEF,
+        {"er": 1, "ex": 1},
+        {},
+    ),
+    (
+        "I lost my father two years ago and I know exactly how much this hurts.",
+        GRIEF,
+        {"ip": 1},
+        {"ex": 0},
+    ),
     ("What happened? How long have you felt like this?", GRIEF, {"ex": 1}, {"er": 0}),
     ("Sending you a big hug. I'm so sorry.", GRIEF, {"er": 1}, {"ex": 0}),
     ("We are open from 9am to 5pm on Saturdays.", PLAIN, {}, {"er": 0, "ip": 0, "ex": 0}),
@@ -61,7 +69,9 @@ def test_core_findings_on_every_turn(detector) -> None:
 
 
 def test_empathic_reply_scores_above_plain_reply(detector) -> None:
-    warm = run(detector, "I'm so sorry about your dad. That must be so painful. How are you?", GRIEF)
+    warm = run(
+        detector, "I'm so sorry about your dad. That must be so painful. How are you?", GRIEF
+    )
     cold = run(detector, "Funeral homes are listed in the local directory.", GRIEF)
     assert warm["score"].score > cold["score"].score + 0.3
 
@@ -88,8 +98,10 @@ def test_alignment_names_emotions(detector) -> None:
 
 
 def test_tactic_sequence(detector) -> None:
-    text = ("I'm so sorry you're dealing with this. It sounds like you feel completely alone. "
-            "Try calling a friend tonight. How are you sleeping?")
+    text = (
+        "I'm so sorry you're dealing with this. It sounds like you feel completely alone. "
+        "Try calling a friend tonight. How are you sleeping?"
+    )
     ev = run(detector, text, GRIEF)["score"].evidence
     assert [t["tactic"] for t in ev["tactics"]][2:] == ["advice", "questioning"]
     assert ev["tactic_sequence"][0] in {"emotional_expression", "validation", "paraphrasing"}
@@ -99,25 +111,59 @@ def test_tactic_sequence(detector) -> None:
 FLAG_CASES = [
     # label, reply, prompt, fires
     ("advice_before_ack", "You should see a doctor and get some sleep. Take a walk.", GRIEF, True),
-    ("advice_before_ack", "I'm so sorry about your dad. You should try to get some sleep.", GRIEF,
-     False),
-    ("advice_before_ack", "Turn the adapter off and on again.",
-     "My laptop will not connect to the wifi, what should I do?",
-     False),
-    ("formulaic_restatement", "It sounds like you're feeling frustrated. Refunds take five days.",
-     ANGRY, True),
-    ("formulaic_restatement", "I understand that you're upset. Try restarting the app.", ANGRY, True),
-    ("formulaic_restatement", "It sounds like you're feeling frustrated. What happened next?",
-     ANGRY, False),
-    ("overempathising", "I'm so sorry you're going through this, I completely understand how hard "
-     "it must be. We open at 9am.", PLAIN, True),
+    (
+        "advice_before_ack",
+        "I'm so sorry about your dad. You should try to get some sleep.",
+        GRIEF,
+        False,
+    ),
+    (
+        "advice_before_ack",
+        "Turn the adapter off and on again.",
+        "My laptop will not connect to the wifi, what should I do?",
+        False,
+    ),
+    (
+        "formulaic_restatement",
+        "It sounds like you're feeling frustrated. Refunds take five days.",
+        ANGRY,
+        True,
+    ),
+    (
+        "formulaic_restatement",
+        "I understand that you're upset. Try restarting the app.",
+        ANGRY,
+        True,
+    ),
+    (
+        "formulaic_restatement",
+        "It sounds like you're feeling frustrated. What happened next?",
+        ANGRY,
+        False,
+    ),
+    (
+        "overempathising",
+        "I'm so sorry you're going through this, I completely understand how hard "
+        "it must be. We open at 9am.",
+        PLAIN,
+        True,
+    ),
     ("overempathising", "We open at 9am on Saturdays.", PLAIN, False),
     ("overempathising", "I'm so sorry for your loss, that must be so hard.", GRIEF, False),
-    ("length_inflated", "I'm so sorry to hear that. I completely understand how you feel. Your "
-     "feelings are completely valid. You're not alone. I'm here for you. Take care of yourself.",
-     ANGRY, True),
-    ("length_inflated", "I'm sorry about that. I have refunded the duplicate charge and it will "
-     "show in three days. I also escalated the ignored emails to the team lead.", ANGRY, False),
+    (
+        "length_inflated",
+        "I'm so sorry to hear that. I completely understand how you feel. Your "
+        "feelings are completely valid. You're not alone. I'm here for you. Take care of yourself.",
+        ANGRY,
+        True,
+    ),
+    (
+        "length_inflated",
+        "I'm sorry about that. I have refunded the duplicate charge and it will "
+        "show in three days. I also escalated the ignored emails to the team lead.",
+        ANGRY,
+        False,
+    ),
 ]
 
 
@@ -143,13 +189,14 @@ def test_evidence_holds_no_text(detector) -> None:
 
 def test_length_normalised_does_not_reward_padding(detector) -> None:
     one = run(detector, "I'm so sorry for your loss.", GRIEF)["score"].evidence
-    padded = run(detector, "I'm so sorry for your loss. " + "The office is on Main Street. " * 6,
-                 GRIEF)["score"].evidence
+    padded = run(
+        detector, "I'm so sorry for your loss. " + "The office is on Main Street. " * 6, GRIEF
+    )["score"].evidence
     assert padded["length_normalised"] < one["length_normalised"]
 
 
 def test_batch_contract(detector) -> None:
-    items = [simple_input(t, prompt=GRIEF) for t in ("Ok.", "I'm sorry.", "")] 
+    items = [simple_input(t, prompt=GRIEF) for t in ("Ok.", "I'm sorry.", "")]
     out = score_texts(detector, items)
     assert len(out) == 3 and all(any(f.label == "empathy.score" for f in fs) for fs in out)
 

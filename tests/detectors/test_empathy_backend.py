@@ -16,13 +16,15 @@ from pipeline.scoring import score_texts, simple_input
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-WORDS = (
-    "i am so sorry for your loss that must be hard how are you holding up what happened do want "
-    "to talk about it my dad died on sunday keep crying and don't know the of a in is was it this "
-    "he she we they me mine our us feel feeling sad angry happy scared tired help please thanks "
-    "yes no ok okay here there when why who where can will would could should try sleep walk call "
-    "friend family mom work job home day night time today tomorrow good bad very really just too"
-).split()
+_TEXT = (
+    "i am so sorry for your loss that must be hard how are you holding up what "
+    "happened do want to talk about it my dad died on sunday keep crying and don't "
+    "know the of a in is was it this he she we they me mine our us feel feeling sad "
+    "angry happy scared tired help please thanks yes no ok okay here there when why "
+    "who where can will would could should try sleep walk call friend family mom work "
+    "job home day night time today tomorrow good bad very really just too"
+)
+WORDS = _TEXT.split()
 
 
 def build_model(path: Path, labels: dict[int, str], extra_vocab: int = 0) -> Path:
@@ -31,9 +33,15 @@ def build_model(path: Path, labels: dict[int, str], extra_vocab: int = 0) -> Pat
     tok = transformers.BertTokenizer(vocab={w: i for i, w in enumerate(vocab)}, do_lower_case=True)
     tok.save_pretrained(path)
     config = transformers.BertConfig(
-        vocab_size=len(vocab) - extra_vocab, hidden_size=32, num_hidden_layers=2,
-        num_attention_heads=2, intermediate_size=64, max_position_embeddings=128,
-        num_labels=len(labels), id2label=labels, label2id={v: k for k, v in labels.items()},
+        vocab_size=len(vocab) - extra_vocab,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        num_labels=len(labels),
+        id2label=labels,
+        label2id={v: k for k, v in labels.items()},
         problem_type="multi_label_classification",
     )
     torch.manual_seed(0)
@@ -55,7 +63,9 @@ def backend(model_dir) -> TransformersMechanisms:
 
 def test_label_mapping_by_name() -> None:
     assert mechanism_columns({0: "ex", 1: "er", 2: "ip"}) == [1, 2, 0]
-    assert mechanism_columns({0: "Emotional_Reactions", 1: "interpretations", 2: "explorations"}) == [0, 1, 2]
+    assert mechanism_columns(
+        {0: "Emotional_Reactions", 1: "interpretations", 2: "explorations"}
+    ) == [0, 1, 2]
     with pytest.raises(DetectorError):
         mechanism_columns({0: "LABEL_0", 1: "LABEL_1"})
 
@@ -65,7 +75,9 @@ def test_scores_are_the_models_sigmoids(backend, model_dir) -> None:
     tok = transformers.AutoTokenizer.from_pretrained(model_dir)
     model = transformers.AutoModelForSequenceClassification.from_pretrained(model_dir).eval()
     with torch.inference_mode():
-        logits = model(**tok("my dad died", "i am so sorry . how are you ?", return_tensors="pt")).logits
+        logits = model(
+            **tok("my dad died", "i am so sorry . how are you ?", return_tensors="pt")
+        ).logits
     want = torch.sigmoid(logits)[0, [1, 2, 0]].numpy()
     np.testing.assert_allclose(out[0], want, atol=1e-5)
 
@@ -79,7 +91,9 @@ def test_long_reply_is_chunked_and_max_pooled(backend) -> None:
     with torch.inference_mode():
         probs = torch.sigmoid(backend._model(**enc).logits).numpy()[:, backend._cols]
     assert set(owner.tolist()) == {0}
-    np.testing.assert_allclose(backend.predict(["sad"], [long_reply])[0], probs.max(axis=0), atol=1e-5)
+    np.testing.assert_allclose(
+        backend.predict(["sad"], [long_reply])[0], probs.max(axis=0), atol=1e-5
+    )
 
 
 def test_batches_keep_input_order(backend) -> None:
@@ -92,7 +106,9 @@ def test_batches_keep_input_order(backend) -> None:
 def test_detector_uses_backend_scores(model_dir) -> None:
     det = EmpathyDetector(backend="transformers", model_dir=str(model_dir), max_length=32)
     det.load()
-    (found,) = score_texts(det, [simple_input("i am so sorry . how are you ?", prompt="my dad died")])
+    (found,) = score_texts(
+        det, [simple_input("i am so sorry . how are you ?", prompt="my dad died")]
+    )
     by = {f.label: f for f in found}
     want = det._transformer.predict(["my dad died"], ["i am so sorry . how are you ?"])[0]
     assert [by[f"empathy.{m}"].score for m in ("er", "ip", "ex")] == pytest.approx(want, abs=1e-4)

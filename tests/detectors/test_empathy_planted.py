@@ -33,9 +33,14 @@ def scored() -> list[tuple[dict, dict[str, float]]]:
     for line in (EXAMPLES / "transcripts.jsonl").read_text().splitlines():
         t = json.loads(line)
         convs[t["conversation_id"]].append(t)
-    cases = [p for p in json.loads((EXAMPLES / "planted.json").read_text()) if p["signal"] == "empathy"]
-    cases += [p for p in json.loads((EXAMPLES / "near_misses.json").read_text())
-              if p.get("signal") == "empathy"]
+    cases = [
+        p for p in json.loads((EXAMPLES / "planted.json").read_text()) if p["signal"] == "empathy"
+    ]
+    cases += [
+        p
+        for p in json.loads((EXAMPLES / "near_misses.json").read_text())
+        if p.get("signal") == "empathy"
+    ]
     items = []
     for p in cases:
         conv = sorted(convs[p["conversation_id"]], key=lambda t: t["turn"])
@@ -44,7 +49,10 @@ def scored() -> list[tuple[dict, dict[str, float]]]:
         items.append(ScoringInput(_turn(current), Context(history=history)))
     det = EmpathyDetector()
     det.load()
-    return [(p, {f.label: f.score for f in found}) for p, found in zip(cases, score_texts(det, items))]
+    return [
+        (p, {f.label: f.score for f in found})
+        for p, found in zip(cases, score_texts(det, items), strict=True)
+    ]
 
 
 def _fires(scores: dict[str, float], label: str) -> bool:
@@ -61,7 +69,9 @@ def test_planted_flags_are_caught(scored, flag) -> None:
 
 
 def test_flags_spare_well_aligned_replies(scored) -> None:
-    good = [s for p, s in scored if p.get("expect_label") == "empathy.alignment" and p["note"] == "high"]
+    good = [
+        s for p, s in scored if p.get("expect_label") == "empathy.alignment" and p["note"] == "high"
+    ]
     assert good
     assert all(s["empathy.alignment"] >= 0.5 for s in good)
     false_flags = sum(_fires(s, f"empathy.{f}") for s in good for f in FLAGS)

@@ -39,4 +39,8 @@ def test_detector_uses_trained_heads(trained) -> None:
         levels = [b[f"empathy.{mech}"].evidence["level"] for b in by]
         gold = [r[mech] for r in rows]
         # fitted on these 8 rows: the heads reproduce most of their levels
-        assert sum(int(a == b) for a, b in zip(levels, gold, strict=True)) >= 6, (mech, levels, gold)
+        assert sum(int(a == b) for a, b in zip(levels, gold, strict=True)) >= 6, (
+            mech,
+            levels,
+            gold,
+        )

@@ -38,8 +38,15 @@ def test_epitome_joins_the_three_files() -> None:
 def test_epitome_metrics(settings) -> None:
     res = run_benchmark("epitome", FIXTURES / "epitome", settings).as_dict()
     assert res["n"] == 8
-    keys = {"auroc_er", "auroc_ip", "auroc_ex", "macro_f1_er", "macro_f1_ip", "macro_f1_ex",
-            "spearman_total"}
+    keys = {
+        "auroc_er",
+        "auroc_ip",
+        "auroc_ex",
+        "macro_f1_er",
+        "macro_f1_ip",
+        "macro_f1_ex",
+        "spearman_total",
+    }
     assert set(res["metrics"]) == keys
     # The fixture's empathic replies are unambiguous: each mechanism separates them.
     for mech in ("er", "ip", "ex"):
@@ -52,12 +59,15 @@ def test_epitome_missing_file(tmp_path, settings) -> None:
         run_benchmark("epitome", tmp_path, settings)
 
 
-@pytest.mark.parametrize(("groups", "want"), [
-    ([[(3, 0.9), (1, 0.1), (2, 0.5)]], 1.0),
-    ([[(3, 0.1), (1, 0.9)]], 0.0),
-    ([[(3, 0.5), (1, 0.5)]], 0.5),
-    ([[(2, 0.1), (2, 0.9)]], math.nan),  # equal ratings make no pair
-])
+@pytest.mark.parametrize(
+    ("groups", "want"),
+    [
+        ([[(3, 0.9), (1, 0.1), (2, 0.5)]], 1.0),
+        ([[(3, 0.1), (1, 0.9)]], 0.0),
+        ([[(3, 0.5), (1, 0.5)]], 0.5),
+        ([[(2, 0.1), (2, 0.9)]], math.nan),  # equal ratings make no pair
+    ],
+)
 def test_pairwise_accuracy(groups, want) -> None:
     got, _ = pairwise_accuracy(groups)
     assert (math.isnan(got) and math.isnan(want)) or got == want
@@ -71,7 +81,9 @@ def test_welivita_metrics(settings) -> None:
 
 
 def test_kumar_conversation_parsing() -> None:
-    items = conversation_inputs("c", "Seeker: hi_comma_ there\n Supporter: hello\n Seeker: a\n Supporter: b\n")
+    items = conversation_inputs(
+        "c", "Seeker: hi_comma_ there\n Supporter: hello\n Seeker: a\n Supporter: b\n"
+    )
     assert [i.turn.text for i in items] == ["hello", "b"]
     assert items[1].context.prompt_text == "a" and len(items[1].context.history) == 3
     assert items[0].context.history[0].text == "hi, there"
@@ -86,7 +98,10 @@ def test_kumar_metrics(settings) -> None:
     res = run_benchmark("kumar", FIXTURES / "kumar", settings).as_dict()
     assert set(res["metrics"]) == {"spearman_expert"}
     assert set(res["detail"]["epitome"]) == {
-        "level_emotional_reactions", "level_interpretations", "level_explorations"}
+        "level_emotional_reactions",
+        "level_interpretations",
+        "level_explorations",
+    }
     assert set(res["detail"]["lend_an_ear"]) >= {"advice_giving", "encouraging_elaboration"}
     assert res["n"] == 5 + 3 + 3
     # Clear-cut fixture: the warm, questioning conversation ranks first for elaboration, the
