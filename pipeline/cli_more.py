@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import click
 
@@ -48,7 +49,8 @@ def findings_cmd(obj: Ctx, detector: str | None, label: str | None, bot: str | N
     if not rows:
         click.echo("no findings")
         return
-    header = f"{'time':<20} {'conversation':<14} {'turn':>4} {'label':<32} {'score':>5} {'flag':<4} excerpt"
+    header = (f"{'time':<20} {'conversation':<14} {'turn':>4} {'label':<32} {'score':>5} "
+              f"{'flag':<4} excerpt")
     click.echo(header)
     for r in rows:
         click.echo(
@@ -69,3 +71,56 @@ def serve_cmd(obj: Ctx, host: str, port: int, database_url: str | None) -> None:
     from pipeline.serve import serve
 
     serve(obj.settings(database_url=database_url), host, port)
+
+
+@cli.group("models")
+def models_group() -> None:
+    """Production model weights in the local model directory (CHATMON_MODEL_DIR)."""
+
+
+@models_group.command("fetch")
+@click.argument("names", nargs=-1)
+@click.option("--timeout", type=float, default=60.0, show_default=True)
+@pass_ctx
+def models_fetch(obj: Ctx, names: tuple[str, ...], timeout: float) -> None:
+    """Download and verify the pinned production weights NAMES (default: all) into the model
+    directory. Run it where the internet exists (e.g. an image build); detectors only read it."""
+    from pipeline.models_fetch import MODELS, fetch
+
+    model_dir = obj.settings().model_dir
+    for manifest in fetch(list(names) or list(MODELS), model_dir, timeout):
+        click.echo(f"fetched {manifest.get('name', '?')} into {model_dir}")
+
+
+@models_group.command("list")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def models_list(obj: Ctx, as_json: bool) -> None:
+    """Known production models and whether they are present in the model directory."""
+    from pipeline.models_fetch import list_models
+
+    rows = list_models(obj.settings().model_dir)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        click.echo(f"{r['name']:<24} {'present' if r['present'] else 'missing':<8} {r['dir']}")
+
+
+@cli.group("train")
+def train_group() -> None:
+    """Opt-in models fitted on data you are entitled to use (never shipped by default)."""
+
+
+@train_group.command("empathy")
+@click.option("--data", "data_dir", required=True,
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Folder with EPITOME-format CSVs.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
+def train_empathy_cmd(data_dir: Path, out_dir: Path) -> None:
+    """Fit empathy level heads on EPITOME-format data (non-commercial licence: the weights
+    inherit it). Use them with detector option weights=OUT/model.npz."""
+    from pipeline.train import train_empathy
+
+    path = train_empathy(data_dir, out_dir)
+    click.echo(f"wrote {path} (read {out_dir / 'LICENSE-NOTE.txt'} before using it)")

@@ -68,3 +68,27 @@ def test_run_missing_file_is_a_clear_error(tmp_path) -> None:  # type: ignore[no
 def test_help_texts(command: list[str]) -> None:
     res = CliRunner().invoke(cli, [*command, "--help"])
     assert res.exit_code == 0 and "Usage:" in res.output
+
+
+def test_models_list_and_offline_fetch_error(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("CHATMON_MODEL_DIR", str(tmp_path))
+    res = CliRunner().invoke(cli, ["models", "list", "--json"])
+    rows = json.loads(res.output)
+    assert {r["name"] for r in rows} >= {"detoxify-original", "detoxify-unbiased"}
+    assert not any(r["present"] for r in rows)
+    res = CliRunner().invoke(cli, ["models", "fetch", "no-such-model"])
+    assert res.exit_code != 0
+
+
+def test_train_empathy_writes_weights_and_licence_note(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    from tests.conftest import ROOT
+
+    data = ROOT / "tests" / "eval" / "fixtures" / "epitome"
+    res = CliRunner().invoke(cli, ["train", "empathy", "--data", str(data), "--out",
+                                   str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    weights = np.load(tmp_path / "out" / "model.npz")
+    assert len(weights.files) > 0
+    assert "non-commercial" in (tmp_path / "out" / "LICENSE-NOTE.txt").read_text()
