@@ -29,14 +29,17 @@ import json
 import re
 from collections import defaultdict
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+from detectors.base import Finding
+from detectors.features import SentenceEncoder
 from detectors.registry import create
 from pipeline.errors import EvalDataError
 from pipeline.eval.core import EvalResult, auroc, require
 from pipeline.policy import threshold
-from pipeline.scoring import score_texts, simple_input
+from pipeline.scoring import DetectorSuite, simple_input
 from pipeline.settings import Settings
 
 LABEL = "bias.stereotype"
@@ -50,11 +53,23 @@ def _detector(settings: Settings) -> Any:
     return create("bias", options)
 
 
+@cache
+def _encoder() -> SentenceEncoder:
+    """One loaded MiniLM per process for both harnesses (and their tests)."""
+    return SentenceEncoder()
+
+
 def stereotype_scores(texts: Sequence[str], settings: Settings) -> list[float]:
     """The highest ``bias.stereotype`` score of each text scored as an assistant turn (each
     distinct text once)."""
     unique = list(dict.fromkeys(texts))
-    found = score_texts(_detector(settings), [simple_input(t, "assistant") for t in unique])
+    suite = DetectorSuite([_detector(settings)], encoder=_encoder())
+    found: list[list[Finding]] = []
+    for i in range(0, len(unique), settings.batch_size):
+        res = suite.score([simple_input(t, "assistant") for t in unique[i:i + settings.batch_size]])
+        if res.failures:
+            raise RuntimeError(res.failures[0].error)
+        found += res.findings
     best = {t: max((f.score for f in fs if f.label == LABEL), default=0.0)
             for t, fs in zip(unique, found, strict=True)}
     return [best[t] for t in texts]
