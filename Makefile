@@ -29,6 +29,7 @@ system-deps:
 run: install
 	$(VENV)/bin/chatmon db upgrade
 	$(VENV)/bin/chatmon run --metrics-port $(METRICS_PORT) examples/transcripts.jsonl
+	$(VENV)/bin/chatmon report --out reports/weekly.html
 
 test: install system-deps
 	$(PY) -m pytest -q

@@ -194,3 +194,30 @@ WHERE $__timeFilter(checked_at)
 GROUP BY 1, 2
 ORDER BY 1, 2
 """, (("time", "time"), ("metric", "string"), ("failed", "number")), "time_series")
+
+BOT_SUMMARY = SqlQuery(f"""
+WITH replies AS (
+  SELECT bot_id, COUNT(*) AS n FROM turns
+  WHERE role = 'assistant' AND $__timeFilter(ts) GROUP BY 1
+), empathy AS (
+  SELECT bot_id, AVG(score) AS mean FROM findings
+  WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts) GROUP BY 1
+), flagged AS (
+  SELECT bot_id, detector, COUNT(DISTINCT turn_id) AS n FROM findings
+  WHERE flagged AND role = 'assistant' AND detector IN {HARM_DETECTORS} AND $__timeFilter(ts)
+  GROUP BY 1, 2
+)
+SELECT r.bot_id AS bot, r.n AS replies, e.mean AS empathy,
+       1000.0 * SUM(CASE WHEN f.detector = 'toxicity' THEN f.n ELSE 0 END) / r.n AS toxicity,
+       1000.0 * SUM(CASE WHEN f.detector = 'bias' THEN f.n ELSE 0 END) / r.n AS bias,
+       1000.0 * SUM(CASE WHEN f.detector = 'manipulation' THEN f.n ELSE 0 END) / r.n
+         AS manipulation,
+       1000.0 * SUM(CASE WHEN f.detector = 'pii' THEN f.n ELSE 0 END) / r.n AS pii
+FROM replies r
+LEFT JOIN empathy e ON e.bot_id = r.bot_id
+LEFT JOIN flagged f ON f.bot_id = r.bot_id
+GROUP BY r.bot_id, r.n, e.mean
+ORDER BY 1
+""", (("bot", "string"), ("replies", "number"), ("empathy", "number"),
+      ("toxicity", "number"), ("bias", "number"), ("manipulation", "number"),
+      ("pii", "number")))

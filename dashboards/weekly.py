@@ -58,6 +58,8 @@ def _harms() -> list[Panel]:
                    width=24,
                    description="Assistant replies with at least one flagged finding of the "
                                "detector, per 1,000 assistant replies of the bot that week."),
+        table("Per bot over the selected range (flagged replies per 1,000)", q.BOT_SUMMARY,
+              width=24, height=6),
         table("Week over week (latest week vs the one before)", q.WEEK_OVER_WEEK, width=24,
               height=6),
     ]
