@@ -110,6 +110,8 @@ def make_app(opts: WorkerOptions, procs: Processors, stats: WorkerStats) -> faus
         broker_commit_interval=1.0, topic_partitions=opts.partitions,
         topic_replication_factor=1, producer_acks=-1,
         producer_max_batch_size=opts.producer_max_batch_size,
+        # One bot's repetition state is one changelog record of up to ~0.6 MB at full window.
+        producer_max_request_size=4 * 1024 * 1024,
         consumer_auto_offset_reset="earliest", stream_recovery_delay=0.0,
         table_standby_replicas=0,
     )
