@@ -14,8 +14,17 @@ from collections.abc import Mapping
 _I = re.IGNORECASE
 
 
-def _compile(table: Mapping[str, str]) -> dict[str, re.Pattern[str]]:
-    return {name: re.compile(rx, _I) for name, rx in table.items()}
+class CueTable(dict[str, re.Pattern[str]]):
+    """Named patterns plus one combined pattern that rules a text out in a single search (most
+    sentences match none of a table's cues, so this keeps the per-turn cost low)."""
+
+    def __init__(self, table: Mapping[str, str]) -> None:
+        super().__init__({name: re.compile(rx, _I) for name, rx in table.items()})
+        self.any = re.compile("|".join(f"(?:{rx})" for rx in table.values()), _I)
+
+
+def _compile(table: Mapping[str, str]) -> CueTable:
+    return CueTable(table)
 
 
 # Emotional reactions: warmth, compassion, concern.
@@ -102,13 +111,17 @@ EMOTION_WORDS = re.compile(
 )
 
 
-def first_hit(patterns: Mapping[str, re.Pattern[str]], text: str) -> str | None:
+def first_hit(patterns: CueTable, text: str) -> str | None:
     """Name of the first pattern in ``patterns`` that matches ``text``, or None."""
+    if not patterns.any.search(text):
+        return None
     for name, rx in patterns.items():
         if rx.search(text):
             return name
     return None
 
 
-def hit_names(patterns: Mapping[str, re.Pattern[str]], text: str) -> list[str]:
+def hit_names(patterns: CueTable, text: str) -> list[str]:
+    if not patterns.any.search(text):
+        return []
     return [name for name, rx in patterns.items() if rx.search(text)]

@@ -96,6 +96,8 @@ class EmpathyModel:
         self.user_labels = arrays["user_labels"]
         self.reply_protos = arrays["reply_protos"].astype(np.float32)
         self.reply_labels = arrays["reply_labels"]
+        self._user = self._grouped(self.user_protos, self.user_labels)
+        self._reply = self._grouped(self.reply_protos, self.reply_labels)
         # Optional per-mechanism level heads (3 x 3 levels x features), present only in weights
         # trained with ``pipeline.train.train_empathy`` on data the user is entitled to use.
         self.head_w = arrays.get("head_w")
@@ -152,21 +154,31 @@ class EmpathyModel:
         probs = _softmax(np.einsum("mld,d->ml", self.head_w, x) + self.head_b)
         return 1.0 - probs[:, 0], probs.argmax(axis=1)
 
-    def _emotion(self, emb: np.ndarray, protos: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        sims = np.atleast_2d(emb) @ protos.T  # (n, n_protos)
-        per = np.full((sims.shape[0], len(EMOTIONS)), -1.0, dtype=np.float32)
+    @staticmethod
+    def _grouped(protos: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Prototypes as (emotions, max group size, dim), zero-padded, and the padding mask."""
+        size = max(int((labels == k).sum()) for k in range(len(EMOTIONS)))
+        grouped = np.zeros((len(EMOTIONS), size, protos.shape[1]), dtype=np.float32)
+        pad = np.ones((len(EMOTIONS), size), dtype=bool)
         for k in range(len(EMOTIONS)):
-            cols = sims[:, labels == k]
-            if cols.shape[1]:
-                best = np.sort(cols, axis=1)[:, -2:]
-                per[:, k] = best.mean(axis=1)
-        return per
+            rows = protos[labels == k]
+            grouped[k, : len(rows)] = rows
+            pad[k, : len(rows)] = False
+        return grouped, pad
+
+    def _emotion(self, emb: np.ndarray, side: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """(n, emotions): mean of the two best prototype similarities per emotion."""
+        grouped, pad = side
+        sims = np.einsum("nd,egd->neg", np.atleast_2d(emb), grouped)
+        sims[:, pad] = -1.0
+        top2 = np.partition(sims, -2, axis=2)[:, :, -2:]
+        return top2.mean(axis=2)
 
     def user_emotion(self, prompt_emb: np.ndarray | None, prompt_text: str) -> np.ndarray:
         """Distribution over EMOTIONS for the user turn(s); neutral when there is no prompt."""
         if prompt_emb is None or not prompt_text.strip():
             return np.eye(len(EMOTIONS), dtype=np.float32)[EMOTIONS.index("neutral")]
-        sims = self._emotion(prompt_emb, self.user_protos, self.user_labels)[0]
+        sims = self._emotion(prompt_emb, self._user)[0]
         # An emotion word makes "plain request" less likely; its absence makes it more likely.
         has_word = lexicon.EMOTION_WORDS.search(prompt_text) is not None
         sims[EMOTIONS.index("neutral")] += -0.08 if has_word else 0.03
@@ -179,13 +191,13 @@ class EmpathyModel:
         decides; neutral comes from the whole reply (plain content is the default)."""
         if len(sent_emb) == 0:
             return np.eye(len(EMOTIONS), dtype=np.float32)[EMOTIONS.index("neutral")]
-        per = self._emotion(sent_emb, self.reply_protos, self.reply_labels)
+        per = self._emotion(sent_emb, self._reply)
         agg = per.max(axis=0)
         n = EMOTIONS.index("neutral")
         whole = (
             per
             if reply_emb is None
-            else self._emotion(reply_emb, self.reply_protos, self.reply_labels)
+            else self._emotion(reply_emb, self._reply)
         )
         agg[n] = whole[:, n].mean() + self.params.reply_neutral_bias
         return _softmax(agg / self.params.emotion_temperature)
