@@ -47,3 +47,38 @@ def report_cmd(obj: Ctx, out: Path, until: str | None, days: int,
     engine.dispose()
     click.echo(f"report for {window.start:%Y-%m-%d %H:%M} .. {window.end:%Y-%m-%d %H:%M} UTC: "
                f"{path}")
+
+
+@cli.command("validate")
+@click.argument("file", required=False, type=click.Path(exists=True, dir_okay=False,
+                                                        path_type=Path))
+@click.option("--store", "store", is_flag=True, help="Validate the stored tables instead.")
+@click.option("--no-record", is_flag=True, help="Do not write results to validation_results.")
+@click.option("--database-url", default=None, help="Overrides CHATMON_DATABASE_URL.")
+@pass_ctx
+def validate_cmd(obj: Ctx, file: Path | None, store: bool, no_record: bool,
+                 database_url: str | None) -> None:
+    """Data-quality checks (great-expectations): a transcript export FILE before ingestion, or
+    the store with --store. Prints a table; exits 1 when an expectation fails. Results are
+    recorded in the store's validation_results table (dashboard panel, report, alerts)."""
+    from pipeline import quality
+    from pipeline.errors import ConfigError
+    from pipeline.store import db
+
+    if (file is None) == (not store):
+        raise click.UsageError("give a FILE or --store (not both)")
+    settings = obj.settings(database_url=database_url)
+    engine = db.make_engine(settings.database_url)
+    if store and not db.is_current(engine):
+        raise ConfigError("the store is not at the newest schema: run `chatmon db upgrade`")
+    outcome = (quality.validate_store(engine, settings.max_text_chars) if store
+               else quality.validate_file(file, settings.max_text_chars))  # type: ignore[arg-type]
+    click.echo(quality.format_table(outcome))
+    if not no_record:
+        if db.is_current(engine):
+            quality.record(engine, outcome)
+        else:
+            click.echo("not recorded: the store is not migrated (chatmon db upgrade)", err=True)
+    engine.dispose()
+    if not outcome.success:
+        raise SystemExit(1)

@@ -7,6 +7,7 @@ full-page PNG screenshots."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import queue
@@ -150,17 +151,13 @@ class Chromium:
         return path
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # already gone
             self.send("Browser.close", session=False, timeout=5)
-        except Exception:  # noqa: BLE001 - already gone
-            pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
         for fd in (self._to_chrome, self._from_chrome):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
