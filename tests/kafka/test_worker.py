@@ -87,6 +87,29 @@ def test_produce_2000_turns_gives_one_result_per_assistant_turn(
     assert stats["records"]["stage1"] == 2000 and stats["records"]["stage2"] == 1000
     assert stats["batch_latency_s"]["p50"] is not None
 
+    # Table changelogs are co-partitioned with their input topics, so a partition's context and
+    # per-bot state move with it on a rebalance.
+    turns = _key_partitions(kafka_bootstrap, names.turns)
+    contexts = _key_partitions(kafka_bootstrap, f"{names.group}-context-changelog")
+    assert len(turns) == 500 and contexts == turns
+    phrases = _key_partitions(kafka_bootstrap, names.phrases)
+    states = _key_partitions(kafka_bootstrap, f"{names.group}-repetition-changelog")
+    assert len(phrases) == 3 and states == phrases
+
+
+def _key_partitions(bootstrap: str, topic: str) -> dict[bytes, set[int]]:
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                             consumer_timeout_ms=3000, group_id=None)
+    out: dict[bytes, set[int]] = {}
+    try:
+        for m in consumer:
+            out.setdefault(m.key, set()).add(m.partition)
+    finally:
+        consumer.close()
+    return out
+
 
 def test_two_workers_share_partitions(kafka_bootstrap: str, names: KafkaNames,
                                       postgres_url: str, tmp_path: Path,
