@@ -52,6 +52,9 @@ class Settings(BaseSettings):
     alert_eval_interval_s: float = 5.0
     alert_rules: dict[str, dict[str, float]] = Field(default_factory=dict)
     log_level: str = "WARNING"
+    # `chatmon dashboards push`: Grafana's URL and a service-account token (Editor or Admin).
+    grafana_url: str | None = None
+    grafana_token: SecretStr | None = None
 
     kafka_bootstrap: str = "127.0.0.1:9092"
     # Kafka workers (chatmon worker / produce / topics; CLI flags override these).
