@@ -221,3 +221,9 @@ ORDER BY 1
 """, (("bot", "string"), ("replies", "number"), ("empathy", "number"),
       ("toxicity", "number"), ("bias", "number"), ("manipulation", "number"),
       ("pii", "number")))
+
+VALIDATION_FAILED_COUNT = SqlQuery("""
+SELECT COUNT(*) AS failed
+FROM validation_results
+WHERE NOT success AND $__timeFilter(checked_at)
+""", (("failed", "number"),))

@@ -12,6 +12,7 @@ from dashboards.builder import (
     dashboard,
     link_column,
     row,
+    stat,
     table,
     textbox_variable,
     timeseries,
@@ -76,8 +77,11 @@ def _drilldown() -> list[Panel]:
         table("Conversation $conversation (flagged findings and empathy)", q.CONVERSATION,
               height=10, description="Excerpts are from redacted text."),
         row("Data quality (chatmon validate)"),
-        timeseries("Failed expectations per suite (daily)", q.VALIDATION_FAILURES, bars=True),
-        table("Latest expectation results", q.VALIDATION_LATEST),
+        stat("Failed expectations", q.VALIDATION_FAILED_COUNT, red_above=1, height=8,
+             description="Same query as the Grafana alert chatmon-data-quality-failed."),
+        timeseries("Failed expectations per suite (daily)", q.VALIDATION_FAILURES, bars=True,
+                   width=9),
+        table("Latest expectation results", q.VALIDATION_LATEST, width=9),
     ]
 
 

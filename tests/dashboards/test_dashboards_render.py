@@ -104,3 +104,19 @@ def test_weekly_dashboard_has_the_promised_panels() -> None:
     worst = next(p for p in dash["panels"] if p["title"] == "Worst conversations")
     (link,) = worst["fieldConfig"]["overrides"][0]["properties"][0]["value"]
     assert "var-conversation=${__value.raw}" in link["url"]
+
+
+def test_alert_rule_file_is_current_and_uses_the_panel_query() -> None:
+    from dashboards import alerting, queries
+
+    path = ROOT / "deploy" / "grafana" / "provisioning" / "alerting" / "chatmon.yml"
+    text = path.read_text()
+    assert text == alerting.to_yaml(), "re-run: python -m dashboards.alerting > " + str(path)
+    loaded = yaml.safe_load(text.replace("$$", "$"))
+    assert loaded == alerting.build()
+    (rule,) = loaded["groups"][0]["rules"]
+    assert rule["data"][0]["model"]["rawSql"] == queries.VALIDATION_FAILED_COUNT.sql.strip()
+    assert rule["data"][0]["datasourceUid"] == "chatmon-postgres"
+    weekly = json.loads((GENERATED / "chatmon-weekly-quality.json").read_text())
+    panel_sql = {t["rawSql"] for p in weekly["panels"] for t in p.get("targets", [])}
+    assert queries.VALIDATION_FAILED_COUNT.sql.strip() in panel_sql
