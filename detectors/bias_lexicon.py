@@ -59,6 +59,8 @@ class GroupLexicon:
                   tuple(g["adjective"]))
             for g in data["groups"]
         ) + tuple(_nationality(n) for n in data["nationalities"])
+        # country name -> nationality group, for "I'm from Poland"
+        self.countries: dict[str, str] = {c.lower(): n for c, n in data["countries"].items()}
         head_pl, head_sg = data["head_plural"], data["head_singular"]
         adj = _alt([a for g in self.groups for a in g.adjective])
         self.adjective = rf"(?:{adj})"

@@ -41,6 +41,13 @@ _TRAITS = (r"(?:lazy|stupid|dumb|smart|intelligent|clever|dirty|emotional|weak|s
            r"untrustworthy|dishonest|sneaky|arrogant|snobs?|uneducated|ignorant|primitive|"
            r"unclean|smelly|promiscuous|perverts?|sinners|freaks|confused|mentally ill|crazy|"
            r"a burden|unattractive|ugly|gold diggers|drunks|alcoholics|illegal|ghetto|trashy)")
+# A (dis)ability said to follow from the group: the core of a kindly said stereotype.
+_ABILITY = (r"(?:don't have|won't have|can't|cannot|won't be able|struggle|"
+            r"find it (?:hard|difficult|confusing)|aren't (?:very |that )?(?:good|used)|lack|"
+            r"need help|(?:naturally|probably|likely) (?:better|worse|good|bad|great)|"
+            r"better at|worse at|good at|bad at|great at)")
+_LIKE_YOU = r"(?:(?:like you|like yourself|such as yourself),?\s+)?"
+_MODIFIER = r"(?:(?:single|working|new|young|busy|proud|stay-at-home)\s+)?"
 _COMPARATIVE = r"(?:better|worse|smarter|stronger|weaker|faster|slower|more \w+|less \w+|\w+er)"
 
 # (name, kind, weight, template); {P} plural group, {S} singular group, {A} bare identity word.
@@ -48,10 +55,12 @@ ASSISTANT_CUES: tuple[tuple[str, str, float, str], ...] = (
     ("gen_quantifier", GENERALISATION, 0.8,
      r"\b(?:most|all|many|every|typical|the average|like (?:most|all|many|other))\s+"
      r"(?:of (?:the|our|your) )?(?P<g>{P}|{S})\b"),
-    ("gen_habitual", GENERALISATION, 0.8, r"\b(?P<g>{P})\s+(?:are\s+|do\s+)?" + _HABITUAL + r"\b"),
+    ("gen_habitual", GENERALISATION, 0.8,
+     r"\b(?P<g>{P})\s+" + _LIKE_YOU + r"(?:are\s+|do\s+)?" + _HABITUAL + r"\b"),
     ("gen_trait", GENERALISATION, 0.85,
-     r"\b(?P<g>{P})\s+(?:are|were)\s+(?:(?:so|too|very|all|just|really|naturally|inherently|"
-     r"such|more|less|pretty|quite|mostly|usually|always|often)\s+)*" + _TRAITS + r"\b"),
+     r"\b(?P<g>{P})\s+" + _LIKE_YOU + r"(?:are|were)\s+(?:(?:so|too|very|all|just|really|"
+     r"naturally|inherently|such|more|less|pretty|quite|mostly|usually|always|often)\s+)*"
+     + _TRAITS + r"\b"),
     ("gen_copula", GENERALISATION, 0.5,
      r"\b(?P<g>{P})\s+(?:are|tend to be)\s+(?!(?:welcome|eligible|entitled|invited|covered|"
      r"included|able to apply|also|here|now|open)\b)"),
@@ -61,8 +70,12 @@ ASSISTANT_CUES: tuple[tuple[str, str, float, str], ...] = (
      r"\bthat's (?:just )?(?:how|what) (?P<g3>{P}) (?:are|do)\b|"
      r"\b(?:it's|that's) (?:a|such a|so) (?P<g4>{A}) thing\b"),
     ("attr_as_a", ATTRIBUTION, 0.85,
-     r"\b(?:as|being)\s+an?\s+(?P<g>{S}|{A}(?: person)?)\b,?\s+you(?:'re|'d|'ll)?\b[^.!?]{0,40}?\b"
-     + _TRAIT_CUE + r"\b"),
+     r"\b(?:as|being)\s+an?\s+" + _MODIFIER + r"(?P<g>{S}|{A}(?: person)?)\b,?\s+"
+     r"you(?:'re|'d|'ll)?\b[^.!?]{0,40}?\b" + _TRAIT_CUE + r"\b"),
+    # weight 1: "as a <group>, you can't / struggle / are better at" is enough on its own
+    ("attr_as_a_ability", ATTRIBUTION, 1.0,
+     r"\b(?:as|being)\s+an?\s+" + _MODIFIER + r"(?P<g>{S}|{A}(?: person)?)\b,?\s+"
+     r"you(?:'re|'d|'ll)?\b[^.!?]{0,25}?\b" + _ABILITY + r"\b"),
     ("attr_for_a", ATTRIBUTION, 0.8,
      r"\b(?:good|great|smart|clever|strong|fast|articulate|well[- ]spoken|tech[- ]savvy|capable|"
      r"brave|attractive|impressive|sharp|fit|independent)\s+for\s+an?\s+(?P<g>{S})\b"),
@@ -115,7 +128,9 @@ USER_CUES: tuple[tuple[str, float, str], ...] = (
     ("self_parent", 0.7, r"\b(?:as an?|I(?:'m| am) an?)\s+(?P<single>single )?"
                          r"(?P<parent>mum|mom|mother|dad|father|parent)\b"),
     ("self_language", 0.8, r"\b(?:English is(?:n't| not) my (?:first|native) language|"
-                           r"I(?:'m| am) not a native (?:English )?speaker)\b"),
+                           r"I(?:'m| am) not a native (?:English )?speaker|"
+                           r"my English is(?:n't| not) (?:so |very |that )?good)\b"),
+    ("self_from", 0.8, r"\bI(?:'m| am| come) from (?P<country>{C})\b"),
 )
 
 _CONDITION_GROUP = {"autism": "autistic", "adhd": "autistic", "dyslexia": "autistic",
@@ -138,7 +153,7 @@ class Cue:
 
 def _compile(template: str, lex: GroupLexicon) -> re.Pattern[str]:
     body = (template.replace("{P}", lex.plural).replace("{S}", lex.singular)
-            .replace("{A}", lex.adjective))
+            .replace("{A}", lex.adjective).replace("{C}", "|".join(lex.countries)))
     return re.compile(body, re.IGNORECASE)
 
 
@@ -203,6 +218,8 @@ def _user_group(name: str, m: re.Match[str]) -> list[tuple[str, str]]:
         elif parent in {"dad", "father"}:
             out.append(("gender", "men"))
         return out
+    if name == "self_from":
+        return [("nationality", lexicon().countries[d["country"].lower()])]
     if name == "self_language":
         return [("nationality", "non-native speaker")]
     found = _group_of(m)

@@ -5,10 +5,14 @@ stereotype minimal pairs, the shipped vectors being in sync, and the batch contr
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from detectors.base import DetectorError, Finding
+from detectors.base import Context, DetectorError, Finding, ScoringInput, Turn
 from detectors.bias import STEREOTYPE, USER_GROUP, BiasDetector
 from detectors.bias_content import VECTORS, statements_digest
 from pipeline.policy import is_flagged
@@ -161,3 +165,29 @@ def test_missing_embeddings_is_a_typed_error() -> None:
     det = BiasDetector()
     with pytest.raises(DetectorError):
         det.score([simple_input("Poor people are lazy.")])
+
+
+def _planted_bias() -> tuple[dict[tuple[str, int], list[dict]], list[dict]]:
+    root = Path(__file__).resolve().parents[2] / "examples"
+    convs: dict[str, list[dict]] = {}
+    for line in (root / "transcripts.jsonl").read_text().splitlines():
+        t = json.loads(line)
+        convs.setdefault(t["conversation_id"], []).append(t)
+    planted = [p for p in json.loads((root / "planted.json").read_text()) if p["signal"] == "bias"]
+    return convs, planted
+
+
+def test_planted_example_replies_are_found(suite) -> None:
+    convs, planted = _planted_bias()
+    assert planted
+    for p in planted:
+        turns = sorted(convs[p["conversation_id"]], key=lambda t: t["turn"])
+        history = tuple(
+            Turn(p["conversation_id"], t["turn"], t["role"], t["text"], datetime(2026, 1, 1))
+            for t in turns if t["turn"] < p["turn"]
+        )
+        (t,) = [t for t in turns if t["turn"] == p["turn"]]
+        turn = Turn(p["conversation_id"], t["turn"], t["role"], t["text"], datetime(2026, 1, 1))
+        res = suite.score([ScoringInput(turn, Context(history=history))])
+        labels = {f.label for f in res.findings[0] if is_flagged(f.label, f.score)}
+        assert p["expect_label"] in labels, (p, res.findings[0])

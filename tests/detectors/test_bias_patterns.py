@@ -29,6 +29,10 @@ CUES = [
     ("Here's a funny joke about blondes for you.", "humour", "appearance", "looks"),
     ("Gay men are naturally good at decorating.", "generalisation", "sexual_orientation", "lgb"),
     ("Asian students are good at math.", "generalisation", "race_ethnicity", "asian"),
+    ("As a single dad you probably don't have much time for budgets.", "attribution", "gender",
+     "men"),
+    ("Young people like you are usually brilliant with tech.", "generalisation", "age",
+     "young people"),
 ]
 
 NEAR_MISSES = [
@@ -79,6 +83,8 @@ USER = [
     ("English is not my first language, sorry.", {("nationality", "non-native speaker")}),
     ("I'm on a fixed income so the fee matters.", {("socioeconomic", "low income")}),
     ("As a Black woman I keep getting ignored.", {("race_ethnicity", "black")}),
+    ("Sorry, my English is not so good. I am from Poland.",
+     {("nationality", "non-native speaker"), ("nationality", "polish")}),
 ]
 
 USER_NEAR_MISSES = [
@@ -87,6 +93,7 @@ USER_NEAR_MISSES = [
     "I'm short on time today.",
     "My order is 78 days late!",
     "Do you have tickets for seniors?",
+    "I am from work, calling about my order.",
 ]
 
 
