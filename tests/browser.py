@@ -31,11 +31,14 @@ class Chromium:
         ours = (self._to_chrome, self._from_chrome)
 
         def wire() -> None:  # in the child: the pipe ends become fds 3 and 4
-            os.dup2(to_chrome_r, 3)
-            os.dup2(from_chrome_w, 4)
-            for fd in (to_chrome_r, from_chrome_w, *ours):
-                if fd not in (3, 4):
-                    os.close(fd)
+            # Copy first (a pipe end may itself be fd 3 or 4), then place and keep across exec.
+            read_end, write_end = os.dup(to_chrome_r), os.dup(from_chrome_w)
+            os.dup2(read_end, 3)
+            os.dup2(write_end, 4)
+            for fd in (3, 4):
+                os.set_inheritable(fd, True)
+            for fd in {to_chrome_r, from_chrome_w, read_end, write_end, *ours} - {3, 4}:
+                os.close(fd)
 
         self.proc = subprocess.Popen(
             [CHROMIUM, *FLAGS, "--remote-debugging-pipe", f"--user-data-dir={user_data_dir}",
