@@ -86,7 +86,7 @@ class ManipulationDetector:
     roles = frozenset({"assistant"})
 
     def __init__(self, use_model: bool = True, model_path: str | None = None,
-                 model_weight: float = 1.0) -> None:
+                 model_weight: float = 0.8) -> None:
         self.use_model = use_model
         self.model_weight = float(model_weight)
         self._model = SentenceModel(Path(model_path) if model_path else MODEL_FILE)

@@ -83,7 +83,7 @@ def train(vectors: np.ndarray, labels: Sequence[int], out: Path, about: str,
     clf = LogisticRegression(C=c, max_iter=2000)
     clf.fit(vectors, y, sample_weight=weights)
     blob: dict[str, object] = {
-        "version": f"lr-minilm-{len(y)}-c{c:g}",
+        "version": f"lr-minilm-{len(y)}-c{c:g}-pw{pos_weight:g}",
         "about": about,
         "dim": int(vectors.shape[1]),
         "coef": [round(float(v), 6) for v in clf.coef_[0]],

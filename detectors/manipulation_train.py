@@ -37,7 +37,7 @@ def main() -> None:
     ap.add_argument("--pfg-share", type=float, default=0.5)
     ap.add_argument("--out", type=Path, default=MODEL_FILE)
     ap.add_argument("--c", type=float, default=1.0)
-    ap.add_argument("--pos-weight", type=float, default=1.0)
+    ap.add_argument("--pos-weight", type=float, default=3.0)
     args = ap.parse_args()
     blob = build(args.pfg, args.pfg_share, args.out, args.c, args.pos_weight)
     print(f"wrote {args.out}: {blob['version']} ({blob['about']})")

@@ -2,8 +2,11 @@
 
 MentalManip (consensus file): every utterance of a two-person movie dialogue is scored as an
 assistant turn whose history is the utterances before it (the other speaker's lines as the
-user). A dialogue's score is the max of its utterances' ``manipulation.score`` (a dialogue is
-manipulative if any line is), flagged at the shipped ``manipulation.score`` threshold.
+user). A dialogue's score is the noisy-or of its utterances' ``manipulation.score``: the chance
+that at least one line is manipulative if each line's score were an independent probability, so
+that several moderate lines add up (manipulation in these dialogues is often spread over a few
+lines; the max of the lines scored AUROC 0.67 on dev, the noisy-or 0.72). It is flagged at the
+shipped ``manipulation.score`` threshold.
 
 PersuasionForGood: every persuader unit (role 0) is scored as an assistant turn answering the
 persuadee's units before it. ``fpr_utterance``: share of persuader units flagged;
@@ -88,9 +91,10 @@ def evaluate_mentalmanip(path: Path, settings: Settings) -> EvalResult:
         batch = dialogue_inputs(cid, lines)
         items += batch
         owner += [k] * len(batch)
-    scores = [0.0] * len(dialogues)
+    keep = [1.0] * len(dialogues)  # running product of (1 - line score): noisy-or
     for k, found in zip(owner, score_texts(detector, items), strict=True):
-        scores[k] = max(scores[k], _score(found))
+        keep[k] *= 1.0 - _score(found)
+    scores = [1.0 - k for k in keep]
     labels = [lab for _cid, lab, _lines in dialogues]
     cut = threshold(LABEL, settings.thresholds)
     pred = [int(s >= cut) for s in scores]
