@@ -122,3 +122,24 @@ def test_report_renders_in_headless_chromium(report: Path, tmp_path: Path) -> No
         browser.close()
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size > 50_000
+
+
+def test_report_on_postgresql(postgres_server_url: str) -> None:
+    from sqlalchemy import text
+
+    db.upgrade(postgres_server_url)
+    engine = db.make_engine(postgres_server_url)
+    tables = "findings, turns, dead_letters, runs, validation_results"
+    with engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {tables}"))
+    try:
+        seed_store(engine)
+        window = default_window(engine)
+        assert window.end == datetime(2026, 11, 20, 18, 8, 1, tzinfo=UTC)
+        html = render(engine, window)
+        assert html.count("Plotly.newPlot") == N_PLOTS
+        assert len(re.findall(r'href="#conv-([^"]+)"', html)) == 10
+    finally:
+        with engine.begin() as conn:
+            conn.execute(text(f"TRUNCATE {tables}"))
+        engine.dispose()
