@@ -128,23 +128,25 @@ class PiiDetector:
                        (r.start, r.end), evidence)
 
     def _leaks(self, text: str, found: Sequence[Any], context: Context) -> list[Finding]:
+        from detectors.pii_leak import Hit, leak_weight
+
         user_texts = [t.text for t in context.history if t.role == "user"]
+        leaked = [r for r in found if r.entity_type in self.leak_entities
+                  and not (r.entity_type == "PERSON"  # the bot introducing itself
+                           and _SELF_INTRO.search(text[max(0, r.start - 20):r.start]))
+                  and not given_by_user(r.entity_type, text[r.start:r.end], user_texts)]
+        hits = [Hit(r.entity_type, r.start, r.end, float(r.score)) for r in leaked]
         out = []
-        for r in found:
-            if r.entity_type not in self.leak_entities:
-                continue
-            if r.entity_type == "PERSON" and _SELF_INTRO.search(text[max(0, r.start - 20):r.start]):
-                continue  # the bot introducing itself
-            value = text[r.start:r.end]
-            if given_by_user(r.entity_type, value, user_texts):
-                continue
+        for r, hit in zip(leaked, hits, strict=True):
+            weight, why = leak_weight(text, hit, hits, user_texts)
             leak = self._finding(r, "pii.leak")
             # A lone capitalised word is often a menu item or product ("Billing", "Starter")
             # to the small NER model; alone it is weak evidence of a leaked name.
-            single = r.entity_type == "PERSON" and len(value.split()) < 2
+            if r.entity_type == "PERSON" and len(text[r.start:r.end].split()) < 2:
+                weight *= SINGLE_NAME_LEAK_FACTOR
             out.append(Finding(leak.detector, leak.detector_version, leak.label,
-                               round(leak.score * (SINGLE_NAME_LEAK_FACTOR if single else 1), 4),
-                               leak.span, {**leak.evidence, "reason": "not_in_user_turns"}))
+                               round(leak.score * weight, 4), leak.span,
+                               {**leak.evidence, "reason": "not_in_user_turns", **why}))
         return out
 
     # -- redaction -------------------------------------------------------------------------
