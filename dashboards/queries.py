@@ -38,6 +38,18 @@ ORDER BY 1, 2
       ("emotional_reactions", "number"), ("interpretations", "number"),
       ("explorations", "number"), ("emotion_alignment", "number"), ("empathy", "number")))
 
+MECHANISMS_WEEKLY = SqlQuery(f"""
+SELECT date_trunc('week', ts) AS time, bot_id AS metric,
+       AVG(CAST(evidence->'er'->>'level' AS {NUM})) AS emotional_reactions,
+       AVG(CAST(evidence->'ip'->>'level' AS {NUM})) AS interpretations,
+       AVG(CAST(evidence->'ex'->>'level' AS {NUM})) AS explorations
+FROM findings
+WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts)
+GROUP BY 1, 2
+ORDER BY 1, 2
+""", (("time", "time"), ("metric", "string"), ("emotional_reactions", "number"),
+      ("interpretations", "number"), ("explorations", "number")), "time_series")
+
 ALIGNMENT_WEEKLY = SqlQuery(f"""
 SELECT date_trunc('week', ts) AS time, bot_id AS metric,
        AVG(CAST(evidence->>'alignment' AS {NUM})) AS emotion_alignment

@@ -30,7 +30,10 @@ def _empathy() -> list[Panel]:
         timeseries("Emotion alignment per bot (weekly mean)", q.ALIGNMENT_WEEKLY,
                    unit="percentunit",
                    description="How well the reply's emotion fits the user's (0..1)."),
-        table("EPITOME mechanisms per bot and model", q.MECHANISMS, width=24, height=7,
+        timeseries("EPITOME mechanisms per bot (weekly mean level)", q.MECHANISMS_WEEKLY,
+                   description="Emotional reactions, interpretations, explorations: mean "
+                               "level 0 (none) .. 2 (strong) per week."),
+        table("EPITOME mechanisms per bot and model", q.MECHANISMS, height=8,
               description="Mean levels (0 none, 1 weak, 2 strong) of emotional reactions, "
                           "interpretations and explorations, and emotion alignment."),
         table("Empathy gap between user groups", q.EMPATHY_GAP, width=24, height=7,

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +122,18 @@ def test_alert_rule_file_is_current_and_uses_the_panel_query() -> None:
     weekly = json.loads((GENERATED / "chatmon-weekly-quality.json").read_text())
     panel_sql = {t["rawSql"] for p in weekly["panels"] for t in p.get("targets", [])}
     assert queries.VALIDATION_FAILED_COUNT.sql.strip() in panel_sql
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="Debian package prometheus absent")
+def test_oncall_promql_parses(tmp_path: Path) -> None:
+    """promtool parses every expression (as recording rules; grafana's {{legend}} is not PromQL)."""
+    dash = builders()["chatmon-oncall"]()
+    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    rules = {"groups": [{"name": "oncall", "rules": [
+        {"record": f"chatmon:oncall_panel_{i}", "expr": e} for i, e in enumerate(exprs)]}]}
+    path = tmp_path / "rules.yml"
+    path.write_text(yaml.safe_dump(rules))
+    res = subprocess.run(["promtool", "check", "rules", str(path)], capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"{len(exprs)} rules found" in res.stdout
