@@ -143,3 +143,24 @@ def test_report_on_postgresql(postgres_server_url: str) -> None:
         with engine.begin() as conn:
             conn.execute(text(f"TRUNCATE {tables}"))
         engine.dispose()
+
+
+def test_report_on_an_empty_store_says_so(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    db.upgrade(url)
+    engine = db.make_engine(url)
+    html = render(engine, default_window(engine))
+    engine.dispose()
+    assert "Plotly.newPlot" not in html
+    assert "No assistant replies in this window." in html
+    assert "nothing to plot" in html
+
+
+def test_report_refuses_an_unmigrated_store(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    db.upgrade(url, "0001")
+    result = CliRunner().invoke(cli, ["report", "--database-url", url, "--out",
+                                      str(tmp_path / "r.html")])
+    assert result.exit_code != 0
+    assert "chatmon db upgrade" in str(result.exception)
+    assert not (tmp_path / "r.html").exists()
