@@ -11,11 +11,13 @@ swapped in ("Young people are bad with technology"...). It keeps, per trait, two
   which traits a sentence talks about (softmax attention over the closest ``top_k`` traits);
 - ``diff``: stereotyped version minus swapped version, i.e. the *group direction for that trait*.
 
-A sentence's raw score is the attention-weighted projection of its embedding on the ``diff``
-vectors of the traits it talks about. Naming a group alone does not raise it: both sides of each
-axis carry stereotypes, so "men" and "women" pull towards different traits. What raises it is
-the pairing of an attribute with the group it is stereotyped about, which is what separates the
-sentences of a stereotype minimal pair in either direction (stereotype and anti-stereotype).
+The ``diff`` vectors are centred per axis, so that merely naming a group scores nothing on
+average; what raises a sentence's raw score (the attention-weighted projection of its embedding on
+the ``diff`` vectors of the traits it talks about) is the pairing of an attribute with the group
+it is stereotyped about, which separates the sentences of a stereotype minimal pair in either
+direction (stereotype and anti-stereotype). ``LexicalAssociation`` adds the same idea at word
+level (group words of one side x trait words of either side), and ``score`` also returns the
+plain similarity to the nearest trait ("does this read like a stereotype at all").
 
 ``python -m detectors.bias_content build`` re-encodes the statements with the packaged MiniLM
 and writes ``data/bias/stereotype_vectors.npz`` (float16, tagged with the statements' sha256).
