@@ -152,7 +152,7 @@ class ManipulationDetector:
         return self._finding(cue, score, best.span, evidence)
 
     def _finding(self, sub: str, score: float, span: tuple[int, int] | None,
-                 evidence: dict[str, object]) -> Finding:
+                 evidence: Mapping[str, object]) -> Finding:
         return Finding(self.name, self.version, f"{self.name}.{sub}",
                        round(min(1.0, max(0.0, score)), 4), span, evidence)
 
