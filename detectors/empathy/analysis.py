@@ -132,7 +132,8 @@ def analyse(
     if head is not None:
         mech = head[0]
     user = model.user_emotion(feats.get(PROMPT_EMBEDDING), prompt_text)
-    reply_emo = model.reply_emotion(sent_emb, feats.get(EMBEDDING))
+    empathic = sent_mech.max(axis=1) if len(spans) else None
+    reply_emo = model.reply_emotion(sent_emb, feats.get(EMBEDDING), empathic)
     align = alignment(user, reply_emo)
     reply = ReplyAnalysis(
         sentences=sentences,

@@ -63,6 +63,7 @@ class ModelParams:
     first_person_norm: float = 6.0  # first-person words at which sharing counts fully
     second_person_weight: float = 0.2  # how much addressing the user adds to emotional reactions
     second_person_norm: float = 3.0
+    content_emotion_discount: float = 0.25  # emotion of a non-empathic sentence counts less
     reply_neutral_bias: float = 0.03  # a reply is neutral unless a sentence carries an emotion
 
 
@@ -185,23 +186,29 @@ class EmpathyModel:
         return _softmax(sims / self.params.emotion_temperature)
 
     def reply_emotion(
-        self, sent_emb: np.ndarray, reply_emb: np.ndarray | None = None
+        self,
+        sent_emb: np.ndarray,
+        reply_emb: np.ndarray | None = None,
+        empathic: np.ndarray | None = None,
     ) -> np.ndarray:
         """Distribution over EMOTIONS for the reply: the most emotional sentence per emotion
-        decides; neutral comes from the whole reply (plain content is the default)."""
-        if len(sent_emb) == 0:
-            return np.eye(len(EMOTIONS), dtype=np.float32)[EMOTIONS.index("neutral")]
-        per = self._emotion(sent_emb, self._reply)
-        agg = per.max(axis=0)
+        decides; neutral comes from the whole reply (plain content is the default). ``empathic``
+        (per sentence, 0-1) discounts the emotion of content sentences, so that "Funeral homes are
+        listed in the directory" is neutral content about a sad topic, not sadness."""
         n = EMOTIONS.index("neutral")
-        whole = (
-            per
-            if reply_emb is None
-            else self._emotion(reply_emb, self._reply)
-        )
+        if len(sent_emb) == 0:
+            return np.eye(len(EMOTIONS), dtype=np.float32)[n]
+        per = self._emotion(sent_emb, self._reply)
+        if empathic is not None:
+            discount = self.params.content_emotion_discount * (1.0 - empathic)
+            per[:, np.arange(len(EMOTIONS)) != n] -= discount[:, None]
+        agg = per.max(axis=0)
+        whole = per if reply_emb is None else self._emotion(reply_emb, self._reply)
         agg[n] = whole[:, n].mean() + self.params.reply_neutral_bias
+        if empathic is not None and len(empathic):
+            # a reply that carries a clearly empathic sentence is not emotionally neutral
+            agg[n] -= self.params.content_emotion_discount * float(empathic.max())
         return _softmax(agg / self.params.emotion_temperature)
-
 
 def alignment(user: np.ndarray, reply: np.ndarray) -> float:
     """Soft cosine of two emotion distributions under EMOTION_SIM, in [0, 1]."""
