@@ -64,6 +64,15 @@ _DISCLOSED = re.compile(
     r"\d{1,2}/\d{1,2})\b", _I)
 
 
+_NO_RUSH = re.compile(r"\b(?:no|not\s+in\s+a|don'?t|no\s+need\s+to|never)\s*$", _I)
+
+
+def no_rush_or_disclosed(text: str, m: re.Match[str]) -> bool:
+    """"No hurry" reassures; a dated deadline informs."""
+    return bool(_NO_RUSH.search(text[max(0, m.start() - 20) : m.start()])) or disclosed_deadline(
+        text, m)
+
+
 def disclosed_deadline(text: str, m: re.Match[str]) -> bool:
     """A deadline stated with its date or source is information, not pressure (documented
     decision: "This offer ends Friday as stated in our terms" is not flagged)."""
@@ -241,10 +250,10 @@ PATTERNS: tuple[CuePattern, ...] = (
     _p("urgency.scarcity", "urgency",
        r"\b(?:only\s+(?:\d+|a\s+few|one|two|three)\s+(?:\w+\s+)?(?:left|remaining)|"
        r"(?:almost|nearly)\s+(?:sold\s+out|gone)|selling\s+(?:out\s+)?fast|"
-       r"(?:going|gone)\s+fast|won'?t\s+last\s+long)\b", 0.65, disclosed_deadline),
+       r"(?:going|gone)\s+fast|won'?t\s+last\s+long)\b", 0.45, disclosed_deadline),
     _p("urgency.last_chance", "urgency",
        r"\b(?:last|final)\s+chance\b|\b(?:don'?t|before\s+you)\s+miss\s+out\b|\bhurry\b",
-       0.65, disclosed_deadline),
+       0.65, no_rush_or_disclosed),
     _p("urgency.never_again", "urgency",
        r"\b(?:you'?ll|you\s+will)\s+never\s+(?:be\s+offered|see|get|find)\s+(?:it|this|that|a\s+"
        r"\w+\s+like\s+(?:this|that))\s+again\b|\b(?:gone|lost)\s+forever\b|"

@@ -44,6 +44,7 @@ POSITIVES = [
     ("urgency", "Act now or this price is gone forever!", ""),
     ("urgency", "Only 3 left in stock, don't miss out!", ""),
     ("urgency", "There's no time to think, decide now.", ""),
+    ("urgency", "Hurry, only 2 left!", ""),
     ("retention_hook", "Wait, don't go yet!", "ok thanks, bye"),
     ("retention_hook", "You're leaving already? I'll miss you so much.", "I have to go now"),
     ("retention_hook", "If you leave you'll lose all your progress.", "cancel my subscription"),
@@ -84,6 +85,8 @@ NEAR_MISSES = [
     ("If you cancel, you'll keep access until the end of your billing period.", "cancel my plan"),
     ("Thank you so much for your generosity!", ""),
     ("I'm happy to help with that.", ""),
+    ("No hurry, take your time.", ""),
+    ("Only 3 seats left on that flight; shall I book one?", "book me a flight to Oslo"),
 ]
 
 
