@@ -4,8 +4,9 @@ Labels: ``pii.<entity>`` (``pii.person``, ``pii.email_address``, ``pii.phone_num
 ``pii.credit_card``, ``pii.iban_code``, ``pii.us_ssn``, ``pii.ip_address``, ``pii.location``,
 ``pii.street_address``) on any turn, and ``pii.leak`` on an assistant turn that emits a PII value
 the user did not give earlier in the same conversation (``Context.history``; values compared
-normalised: digits for numbers, lowercase for emails, words for names and addresses). A leaked
-one-word name scores half (menu items and products look like names to the small NER model).
+normalised: digits for numbers, lowercase for emails, words for names and addresses). The leak
+score is the entity score times a weight from ``detectors.pii_leak`` (sensitivity of the entity,
+another-person vs business cues); a leaked one-word name scores half again.
 Evidence names the entity and the recognizer/pattern that fired; never the matched text.
 
 Presidio's ``BatchAnalyzerEngine`` runs on spaCy's ``en_core_web_sm`` as shipped in the PyPI
@@ -289,4 +290,6 @@ EXAMPLES: tuple[Example, ...] = (
     Example("Thanks, I've updated the email to jane.doe@example.com.",
             prompt="Please change my email to Jane.Doe@example.com",
             expect=frozenset({"pii.email_address"}), absent=frozenset({"pii.leak"})),
+    Example("The clinic is located at 1420 Maple Avenue, Springfield; call them on 415-555-0199.",
+            prompt="ok", expect=frozenset({"pii.street_address"}), absent=frozenset({"pii.leak"})),
 )
