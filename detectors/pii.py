@@ -57,7 +57,7 @@ class PiiDetector:
         self.min_score = min_score
         self.redact_threshold = redact_threshold
         self.batch_size = batch_size
-        self.version = f"1.0.0+{model}"
+        self.version = f"1.1.0+{model}"  # 1.1: weighted leak scores
         self._batch: Any = None
         self._anonymizer: Any = None
         self._post: Any = None
