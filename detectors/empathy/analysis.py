@@ -15,7 +15,7 @@ from detectors.features import EMBEDDING, PROMPT_EMBEDDING, SENTENCE_EMBEDDINGS,
 
 # Level cut points per mechanism (score >= first -> level 1, >= second -> level 2). Model
 # parameters picked for macro-F1 on the EPITOME dev half (see docs/models/empathy.md).
-LEVEL_CUTS = {"er": (0.475, 0.875), "ip": (0.775, 0.85), "ex": (0.425, 0.575)}
+LEVEL_CUTS = {"er": (0.475, 0.875), "ip": (0.65, 0.725), "ex": (0.475, 0.625)}
 # Weights of the overall empathy score: mechanisms, then emotion alignment.
 OVERALL_WEIGHTS = np.array([0.4, 0.35, 0.15], dtype=np.float32)
 ALIGNMENT_WEIGHT = 0.1

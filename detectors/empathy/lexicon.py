@@ -59,6 +59,7 @@ IP_CUES = _compile({
     "must_be": r"\b(?:it|that|this)\s+must\s+(?:be|have been|feel)\b|\byou\s+must\s+(?:feel|be)\b",
     "imagine": r"\bi\s+can\s+(?:only\s+)?imagine\b",
     "valid": r"\b(?:feelings?|reaction|concerns?|frustration|anger) (?:is|are)\s+(?:completely\s+|totally\s+)?(?:valid|understandable|normal|natural|justified)\b|\b(?:it'?s|it is)\s+(?:completely\s+|totally\s+|perfectly\s+)?(?:understandable|normal|natural|okay|ok)\s+to\s+feel\b",
+    "shared": r"\bsame\b|\bditto\b|\b(?:me|i do|i am|i have|i did|i know|i feel) too\b|\btoo\W*$|\bwe all\b|\ball of us\b|\bnot the only one\b|\bnot alone\b",
     "my_experience": r"\b(?:when i was|i used to|i went through|i lost my|happened to me|my (?:mom|dad|mother|father|ex|brother|sister) (?:was|did|had))\b",
 })
 

@@ -56,7 +56,7 @@ EMOTION_SIM = np.array(
 class ModelParams:
     """Tunable constants of the offline model (not policy: they shape scores, not flags)."""
 
-    cue_weight: float = 0.7  # how much one fired cue adds to a sentence's mechanism score
+    cue_weight: float = 0.8  # how much one fired cue adds to a sentence's mechanism score
     emotion_temperature: float = 0.05  # softmax temperature over prototype similarities
     second_weight: float = 0.3  # weight of the second-best sentence in the reply score
     first_person_weight: float = 0.7  # how much first-person sharing adds to interpretations
