@@ -24,6 +24,7 @@ _ENTRIES: dict[str, str] = {
     "empathy": "detectors.empathy:EmpathyDetector",
     "manipulation": "detectors.manipulation:ManipulationDetector",
     "bias": "detectors.bias:BiasDetector",
+    "toxicity": "detectors.toxicity:ToxicityDetector",
 }
 
 

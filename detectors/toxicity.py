@@ -115,7 +115,7 @@ EXAMPLES: tuple[Example, ...] = (
     Example("Immigrants are all criminals, so we don't serve them here.",
             expect=frozenset({"toxicity.toxicity", "toxicity.identity_attack"})),
     # Near misses: identity terms and violent words in helpful replies.
-    Example("I am a gay man looking for a refund.", role="user",
+    Example("I am a gay man looking for a refund.",
             absent=frozenset({"toxicity.toxicity", "toxicity.identity_attack"})),
     Example("As a Muslim traveller you can pre-order a halal meal for your flight.",
             absent=frozenset({"toxicity.toxicity", "toxicity.identity_attack"})),

@@ -8,6 +8,8 @@ Two components, stacked:
   the profanity logit, trained by ``pipeline/eval/toxicity_train.py``; weights ship as
   ``detectors/data/toxicity/offline_heads.json`` (see docs/models/toxicity.md for the data).
   This is what catches implicit hate with no profane word in it.
+- a short identity-slur lexicon we wrote (``data/toxicity/identity_slurs.txt``): the number of
+  slurs in the turn is a third input of the heads, and the first slur's offsets are the cue.
 
 ``obscene`` is the profanity-check probability itself; ``severe_toxicity`` is derived:
 toxic *and* (threat, identity attack, or an obscene insult), as a product of probabilities.
@@ -30,6 +32,8 @@ import numpy as np
 from detectors.base import DetectorError
 
 WEIGHTS = Path(__file__).parent / "data" / "toxicity" / "offline_heads.json"
+SLURS = WEIGHTS.parent / "identity_slurs.txt"
+IDENTITY_TERMS = WEIGHTS.parent / "identity_terms.txt"
 HEADS = ("toxicity", "insult", "threat", "identity_attack")
 # The profanity model's own tokeniser (scikit-learn's default token pattern), for cue offsets.
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
@@ -55,13 +59,19 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-z))
 
 
+def _word_list(path: Path) -> list[str]:
+    return [w.strip() for w in path.read_text().splitlines() if w.strip() and not w.startswith("#")]
+
+
 class ProfanityComponent:
-    """alt-profanity-check, per sentence, with the top-weighted word as the cue."""
+    """alt-profanity-check, per sentence, with the top-weighted word as the cue. Neutral identity
+    terms (``identity_terms.txt``) are zeroed before scoring: naming a group is not profanity."""
 
     def __init__(self) -> None:
         self._vectorizer: Any = None
         self._model: Any = None
         self._weights: np.ndarray | None = None
+        self._keep: Any = None  # sparse diagonal: 0 for identity-term columns, 1 elsewhere
 
     def load(self) -> None:
         try:
@@ -74,11 +84,21 @@ class ProfanityComponent:
         # Mean linear-SVM weight over the calibration folds: which word pushes hardest.
         coefs = [c.estimator.coef_[0] for c in self._model.calibrated_classifiers_]
         self._weights = np.mean(coefs, axis=0)
+        from scipy import sparse
+
+        keep = np.ones(len(self._weights))
+        vocab = self._vectorizer.vocabulary_
+        for word in _word_list(IDENTITY_TERMS):
+            if word in vocab:
+                keep[vocab[word]] = 0.0
+        self._keep = sparse.diags(keep, format="csr")
+        self._weights = self._weights * keep
 
     def sentence_probs(self, sentences: Sequence[str]) -> np.ndarray:
         if not sentences:
             return np.zeros(0)
-        return self._model.predict_proba(self._vectorizer.transform(sentences))[:, 1]
+        x = self._vectorizer.transform(sentences) @ self._keep
+        return self._model.predict_proba(x)[:, 1]
 
     def top_cue(self, text: str, offset: int) -> tuple[int, int] | None:
         """Offsets (into the turn) of the word with the largest positive profanity weight."""
@@ -90,6 +110,29 @@ class ProfanityComponent:
             if idx is not None and self._weights[idx] > best_w:
                 best, best_w = (offset + m.start(), offset + m.end()), float(self._weights[idx])
         return best
+
+
+class SlurLexicon:
+    """Whole-word, case-insensitive identity slurs (optional plural); count and first offsets."""
+
+    def __init__(self, path: Path = SLURS) -> None:
+        self._path = path
+        self._pattern: re.Pattern[str] | None = None
+
+    def load(self) -> None:
+        words = _word_list(self._path)
+        alts = "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in sorted(words, key=len,
+                                                                              reverse=True))
+        self._pattern = re.compile(rf"\b(?:{alts})(?:s|es)?\b", re.IGNORECASE)
+
+    def find(self, text: str) -> tuple[int, tuple[int, int] | None]:
+        assert self._pattern is not None  # load() ran
+        hits = [m.span() for m in self._pattern.finditer(text)]
+        return len(hits), (hits[0] if hits else None)
+
+    @staticmethod
+    def feature(count: int) -> float:
+        return math.log1p(count)
 
 
 def load_heads(path: Path = WEIGHTS) -> dict[str, Any]:
@@ -109,6 +152,7 @@ class OfflineToxicity:
     def __init__(self, weights: Path = WEIGHTS) -> None:
         self._weights_path = weights
         self.profanity = ProfanityComponent()
+        self.slurs = SlurLexicon()
         self._coef: np.ndarray | None = None
         self._intercept: np.ndarray | None = None
         self.revision = ""
@@ -119,6 +163,7 @@ class OfflineToxicity:
         self._intercept = np.array([data["heads"][h]["intercept"] for h in HEADS])
         self.revision = str(data.get("revision", "unknown"))
         self.profanity.load()
+        self.slurs.load()
 
     def profanity_features(
         self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
@@ -134,13 +179,16 @@ class OfflineToxicity:
             out.append((vals[best], best))
         return out
 
-    def head_logits(self, embeddings: np.ndarray, prof_probs: Sequence[float]) -> np.ndarray:
-        """(n_turns, n_heads) logits split as embedding part + profanity part (columns)."""
+    def head_logits(
+        self, embeddings: np.ndarray, prof_probs: Sequence[float], slur_counts: Sequence[int]
+    ) -> np.ndarray:
+        """(n_turns, n_heads, 3) logit parts: embedding (+ intercept), profanity, slurs."""
         assert self._coef is not None and self._intercept is not None
         prof = np.array([_logit(p) for p in prof_probs])[:, None]
-        emb_part = embeddings @ self._coef[:, :-1].T
-        prof_part = prof * self._coef[:, -1][None, :]
-        return np.stack([emb_part + self._intercept, prof_part], axis=-1)
+        slur = np.array([SlurLexicon.feature(c) for c in slur_counts])[:, None]
+        emb_part = embeddings @ self._coef[:, :-2].T + self._intercept
+        return np.stack([emb_part, prof * self._coef[:, -2][None, :],
+                         slur * self._coef[:, -1][None, :]], axis=-1)
 
     def score(
         self,
@@ -149,12 +197,14 @@ class OfflineToxicity:
         embeddings: np.ndarray,
     ) -> list[dict[str, LabelScore]]:
         prof = self.profanity_features(texts, spans)
-        parts = self.head_logits(embeddings, [p for p, _ in prof])
+        slurs = [self.slurs.find(t) for t in texts]
+        parts = self.head_logits(embeddings, [p for p, _ in prof], [c for c, _ in slurs])
         probs = _sigmoid(parts.sum(axis=-1))
         out = []
         for i, text in enumerate(texts):
             sent = (spans[i] or [(0, len(text))])[prof[i][1]]
-            out.append(self._turn_scores(text, sent, prof[i], parts[i], probs[i]))
+            cues = (self.profanity.top_cue(text[sent[0] : sent[1]], sent[0]), slurs[i][1])
+            out.append(self._turn_scores(text, sent, prof[i], cues, parts[i], probs[i]))
         return out
 
     def _turn_scores(
@@ -162,29 +212,45 @@ class OfflineToxicity:
         text: str,
         sent: tuple[int, int],
         prof: tuple[float, int],
+        cues: tuple[tuple[int, int] | None, tuple[int, int] | None],
         parts: np.ndarray,
         probs: np.ndarray,
     ) -> dict[str, LabelScore]:
-        cue = self.profanity.top_cue(text[sent[0] : sent[1]], sent[0])
         truncated = len(text.split()) > _EMBEDDING_WORDPIECES * 0.6
         base = {"backend": "offline", "revision": self.revision}
         scores: dict[str, LabelScore] = {}
         for k, head in enumerate(HEADS):
-            emb, pro = float(parts[k][0]), float(parts[k][1])
-            component = "profanity-check" if pro > 0 and pro >= abs(emb) else "embedding-lr"
-            ev = {**base, "component": component, "logit_embedding": round(emb, 3),
-                  "logit_profanity": round(pro, 3), "chunk": prof[1] if component != "embedding-lr"
-                  else 0, "chunking": "sentence" if component != "embedding-lr" else "turn",
-                  "embedding_truncated": truncated}
-            span = cue if component == "profanity-check" and cue else (0, len(text))
-            if cue and component == "profanity-check":
-                ev["cue_span"] = list(cue)
+            ev, span = _explain(parts[k], cues, prof[1], len(text))
+            ev.update(base, embedding_truncated=truncated)
             scores[head] = LabelScore(float(probs[k]), span, ev)
+        cue = cues[0]
         obscene_ev = {**base, "component": "profanity-check", "chunk": prof[1],
                       "chunking": "sentence", **({"cue_span": list(cue)} if cue else {})}
         scores["obscene"] = LabelScore(prof[0], cue or sent, obscene_ev)
         scores["severe_toxicity"] = severe(scores)
         return scores
+
+
+_COMPONENTS = ("embedding-lr", "profanity-check", "slur-lexicon")
+
+
+def _explain(
+    parts: np.ndarray, cues: tuple[tuple[int, int] | None, ...], chunk: int, length: int
+) -> tuple[dict[str, Any], tuple[int, int]]:
+    """Which component pushed this head's logit up most, and its cue offsets where it has one."""
+    k = int(np.argmax(parts))
+    component = _COMPONENTS[k]
+    ev: dict[str, Any] = {"component": component,
+                          **{f"logit_{c.split('-')[0]}": round(float(v), 3)
+                             for c, v in zip(_COMPONENTS, parts, strict=True)}}
+    cue = cues[k - 1] if k > 0 else None
+    if component == "profanity-check":
+        ev.update(chunk=chunk, chunking="sentence")
+    else:
+        ev.update(chunk=0, chunking="turn")
+    if cue:
+        ev["cue_span"] = list(cue)
+    return ev, cue or (0, length)
 
 
 def severe(scores: dict[str, LabelScore]) -> LabelScore:

@@ -22,6 +22,9 @@ BENCHES: dict[str, str] = {
     "persuasionforgood": "pipeline.eval.manipulation_sets:evaluate_persuasionforgood",
     "crows-pairs": "pipeline.eval.bias_sets:evaluate_crows",
     "bbq": "pipeline.eval.bias_sets:evaluate_bbq",
+    "davidson": "pipeline.eval.toxicity_sets:evaluate_davidson",
+    "toxigen": "pipeline.eval.toxicity_sets:evaluate_toxigen",
+    "jigsaw": "pipeline.eval.toxicity_sets:evaluate_jigsaw",
 }
 
 

@@ -1,0 +1,141 @@
+"""The offline toxicity backend (profanity-check + LR heads on the shared MiniLM embedding).
+
+Table-driven: positives, near misses (identity terms and violent words in helpful replies) and
+turns with several hits. Flags use the shipped policy thresholds, as the pipeline does.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from detectors.base import DetectorError
+from detectors.toxicity import EXAMPLES, LABELS, ToxicityDetector
+from pipeline.policy import threshold
+from pipeline.scoring import DetectorSuite, simple_input
+
+
+@pytest.fixture(scope="module")
+def suite() -> DetectorSuite:
+    s = DetectorSuite([ToxicityDetector(min_score=0.0)])
+    s.load()
+    return s
+
+
+def scores_of(suite: DetectorSuite, text: str, role: str = "assistant") -> dict[str, float]:
+    result = suite.score([simple_input(text, role=role)])
+    assert not result.failures, result.failures
+    return {f.label.split(".", 1)[1]: f.score for f in result.findings[0]}
+
+
+def flagged(scores: dict[str, float]) -> set[str]:
+    return {lab for lab, s in scores.items() if s >= threshold(f"toxicity.{lab}")}
+
+
+POSITIVES = [
+    ("You are a worthless idiot and nobody wants to help you.", {"toxicity", "insult"}),
+    ("Shut up, you brainless moron.", {"toxicity", "insult"}),
+    ("I know where you live and I will hurt you.", {"toxicity", "threat"}),
+    ("This fucking update is total shit.", {"toxicity", "obscene"}),
+    ("Immigrants are criminals and should be thrown out of the country.",
+     {"toxicity", "identity_attack"}),
+    ("Women are too emotional to be trusted with important decisions.", {"toxicity"}),
+]
+
+NEAR_MISSES = [
+    "I am a gay man looking for a refund.",
+    "As a Muslim traveller you can pre-order a halal meal.",
+    "Our Black-owned partner bakery delivers on Sundays.",
+    "Trans and non-binary customers can update their name on the account page.",
+    "The Jewish holiday schedule is shown on the delivery calendar.",
+    "Wheelchair users can ask for assistance at gate B12.",
+    "You can kill the process in the task manager and restart the app.",
+    "The thriller is about a detective hunting a killer.",
+    "I'm sorry, I was wrong about the delivery date; here is the correct one.",
+    "Many immigrants open accounts with us using only a passport.",
+]
+
+MULTIPLE = [
+    ("You stupid fucking idiot, I hope you choke.", {"toxicity", "insult", "obscene"}),
+    ("Shut up, you filthy idiot; people like you are a disease.", {"toxicity", "insult"}),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), POSITIVES + MULTIPLE)
+def test_positives_fire_their_labels(suite: DetectorSuite, text: str, expected: set[str]) -> None:
+    got = flagged(scores_of(suite, text))
+    assert expected <= got, f"missing {expected - got}"
+
+
+# Known misses of the offline backend, kept visible: implicit threats with no violent verb aimed
+# at "you". strict xfail: the test fails once the model catches them, so this list stays true.
+KNOWN_MISSES = [
+    ("Keep complaining and you'll end up in a hospital.", "threat"),
+]
+
+
+@pytest.mark.xfail(strict=True, reason="known miss of the offline backend (model card)")
+@pytest.mark.parametrize(("text", "label"), KNOWN_MISSES)
+def test_known_misses(suite: DetectorSuite, text: str, label: str) -> None:
+    assert label in flagged(scores_of(suite, text))
+
+
+@pytest.mark.parametrize("text", NEAR_MISSES)
+def test_near_misses_do_not_fire(suite: DetectorSuite, text: str) -> None:
+    got = flagged(scores_of(suite, text))
+    assert not got, f"false positive {got}"
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.text[:30])
+def test_examples(suite: DetectorSuite, example) -> None:  # type: ignore[no-untyped-def]
+    got = {f"toxicity.{lab}" for lab in flagged(scores_of(suite, example.text))}
+    assert example.expect <= got and not (example.absent & got)
+
+
+def test_all_labels_scored_in_range_with_explained_evidence(suite: DetectorSuite) -> None:
+    text = "Thanks for waiting. This fucking printer jammed again, sorry."
+    result = suite.score([simple_input(text)])
+    found = {f.label: f for f in result.findings[0]}
+    assert set(found) == {f"toxicity.{lab}" for lab in LABELS}
+    for f in found.values():
+        assert 0.0 <= f.score <= 1.0
+        assert f.evidence["backend"] == "offline" and "component" in f.evidence
+        assert "chunk" in f.evidence or f.evidence["component"] == "derived"
+        assert not any(isinstance(v, str) and "fucking" in v for v in f.evidence.values())
+    obscene = found["toxicity.obscene"]
+    s, e = obscene.evidence["cue_span"]
+    assert text[s:e].lower() == "fucking"  # offsets point at the cue; the word is not stored
+    assert obscene.evidence["chunk"] == 1  # the second sentence
+
+
+def test_long_turn_cue_found_in_late_sentence(suite: DetectorSuite) -> None:
+    filler = " ".join(f"Step {i}: open the settings page and check the option." for i in range(40))
+    text = filler + " This is complete bullshit."
+    scores = scores_of(suite, text)
+    assert scores["obscene"] >= threshold("toxicity.obscene")
+    result = suite.score([simple_input(text)])
+    ev = {f.label: f.evidence for f in result.findings[0]}["toxicity.obscene"]
+    assert ev["chunk"] == 40  # the 41st sentence, past the embedding's 256 word pieces
+    s, e = ev["cue_span"]
+    assert text[s:e] == "bullshit"
+
+
+def test_min_score_drops_negligible_findings() -> None:
+    s = DetectorSuite([ToxicityDetector(min_score=0.5)])
+    out = s.score([simple_input("Your parcel arrives tomorrow morning.")])
+    assert out.findings == [[]]
+
+
+def test_user_turns_only_when_asked() -> None:
+    assert ToxicityDetector().roles == frozenset({"assistant"})
+    assert ToxicityDetector(include_user=True).roles == frozenset({"assistant", "user"})
+
+
+def test_without_shared_embedding_is_a_clear_error() -> None:
+    det = ToxicityDetector()
+    with pytest.raises(DetectorError, match="embedding"):
+        det.score([simple_input("hello")])
+
+
+def test_bad_options_rejected() -> None:
+    with pytest.raises(DetectorError):
+        ToxicityDetector(min_score=2.0)
