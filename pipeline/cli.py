@@ -146,6 +146,9 @@ def eval_cmd(obj: Ctx, bench: str, path: Path, as_json: bool) -> None:
     if bench not in BENCHES:
         raise click.BadParameter(f"unknown benchmark {bench!r}; known: {', '.join(BENCHES)}",
                                  param_hint="BENCH")
+    from pipeline.scoring import set_default_encoder_backend
+
+    set_default_encoder_backend(obj.settings().encoder_backend)
     result = run_benchmark(bench, path, obj.settings()).as_dict()
     if as_json:
         click.echo(json.dumps(result, indent=2))
@@ -165,7 +168,7 @@ def main() -> None:
 
 # Commands defined in other modules register themselves on `cli` when imported; import them
 # here (at the bottom, after `cli` exists) so that every importer of `cli` sees all commands.
-from pipeline import cli_kafka, cli_more, cli_quality  # noqa: E402,F401
+from pipeline import cli_bench, cli_kafka, cli_more, cli_quality  # noqa: E402,F401
 
 if __name__ == "__main__":
     main()

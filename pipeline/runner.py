@@ -91,7 +91,8 @@ def build_processor(settings: Settings, run_id: str, mode: str, source: str,
     engine = db.make_engine(settings.database_url)
     if migrate:
         db.upgrade(settings.database_url)
-    suite = DetectorSuite.from_names(settings.enabled_detectors(), settings.detector_options)
+    suite = DetectorSuite.from_names(settings.enabled_detectors(), settings.detector_options,
+                                     encoder_backend=settings.encoder_backend)
     suite.load()
     sink = Sink(engine)
     sink.purge_expired_raw()

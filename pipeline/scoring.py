@@ -15,6 +15,7 @@ import numpy as np
 from detectors import registry
 from detectors.base import Context, Detector, Finding, ScoringInput
 from detectors.features import (
+    BACKENDS,
     EMBEDDING,
     PROMPT_EMBEDDING,
     SENTENCE_EMBEDDINGS,
@@ -47,11 +48,12 @@ class FeatureExtractor:
     A detector may narrow the roles it needs features for with ``feature_roles``."""
 
     def __init__(self, needed: Mapping[str, frozenset[str]],
-                 encoder: SentenceEncoder | None = None) -> None:
+                 encoder: SentenceEncoder | None = None,
+                 encoder_backend: str | None = None) -> None:
         self.needed = dict(needed)
         vector_features = {EMBEDDING, SENTENCE_EMBEDDINGS, PROMPT_EMBEDDING}
         needs_vectors = any(names & vector_features for names in self.needed.values())
-        self.encoder = (encoder or SentenceEncoder()) if needs_vectors else None
+        self.encoder = (encoder or shared_encoder(encoder_backend)) if needs_vectors else None
 
     def load(self) -> None:
         if self.encoder is not None:
@@ -92,25 +94,48 @@ class FeatureExtractor:
         ]
 
 
+# One loaded encoder per backend and process: several suites (the Kafka stages, evals) share it.
+_ENCODERS: dict[str, SentenceEncoder] = {}
+_default_backend = "torch"
+
+
+def set_default_encoder_backend(backend: str) -> None:
+    """The backend of suites built without one (``chatmon eval`` sets it from Settings)."""
+    global _default_backend
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown encoder backend {backend!r}; choose one of {BACKENDS}")
+    _default_backend = backend
+
+
+def shared_encoder(backend: str | None = None) -> SentenceEncoder:
+    backend = backend or _default_backend
+    if backend not in _ENCODERS:
+        _ENCODERS[backend] = SentenceEncoder(backend=backend)
+    return _ENCODERS[backend]
+
+
 class DetectorSuite:
     """The loaded detectors of one worker. ``load()`` once; ``score()`` per batch."""
 
-    def __init__(self, detectors: Sequence[Detector], encoder: SentenceEncoder | None = None):
+    def __init__(self, detectors: Sequence[Detector], encoder: SentenceEncoder | None = None,
+                 encoder_backend: str | None = None):
         self.detectors = list(detectors)
         needed: dict[str, frozenset[str]] = {}
         for d in self.detectors:
             names = frozenset(getattr(d, "features", frozenset()))
             for role in getattr(d, "feature_roles", d.roles):
                 needed[role] = needed.get(role, frozenset()) | names
-        self.features = FeatureExtractor(needed, encoder)
+        self.features = FeatureExtractor(needed, encoder, encoder_backend)
         self._loaded = False
 
     @classmethod
     def from_names(
-        cls, names: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None = None
+        cls, names: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None = None,
+        encoder_backend: str | None = None,
     ) -> DetectorSuite:
         options = options or {}
-        return cls([registry.create(n, options.get(n, {})) for n in names])
+        return cls([registry.create(n, options.get(n, {})) for n in names],
+                   encoder_backend=encoder_backend)
 
     @property
     def versions(self) -> dict[str, str]:

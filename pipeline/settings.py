@@ -17,7 +17,6 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from pipeline.errors import ConfigError
 
 
-
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CHATMON_", frozen=True, extra="forbid")
 
@@ -34,6 +33,9 @@ class Settings(BaseSettings):
     batch_size: int = 64
     history_turns: int = 20
     model_dir: Path = Path("models")
+    # The shared MiniLM encoder: "onnx-int8" (exported once, cached in ~/.cache/chatmon/onnx)
+    # or "torch" (the reference; see BENCHMARKS.md / QUALITY.md for speed and accuracy).
+    encoder_backend: Literal["onnx-int8", "torch"] = "onnx-int8"
 
     # Raw text is never stored unless a team opts in, and then only for this many days.
     keep_raw_text: bool = False

@@ -1,0 +1,82 @@
+"""``chatmon bench`` on a tiny corpus: the JSON shape and sane values (no timed assertions)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pipeline.bench import EXAMPLES, corpus_lines
+from pipeline.bench_report import render_markdown, render_table, targets
+from pipeline.cli import cli
+
+LATENCY_KEYS = {"turns_per_s", "p50_ms", "p95_ms", "p99_ms", "peak_rss_mb"}
+
+
+def test_corpus_repeats_whole_conversations_under_fresh_ids() -> None:
+    base = [json.loads(x) for x in EXAMPLES.read_text().splitlines() if x.strip()]
+    lines = [json.loads(x) for x in corpus_lines(len(base) * 2 + 3, "b")]
+    assert len(lines) == len(base) * 2 + 3
+    keys = {(r["conversation_id"], r["turn"]) for r in lines}
+    assert len(keys) == len(lines)  # no duplicate (conversation, turn): nothing is deduplicated
+    assert [r["text"] for r in lines[: len(base)]] == [r["text"] for r in base]
+    assert lines[len(base)]["conversation_id"] != lines[0]["conversation_id"]
+
+
+@pytest.fixture(scope="module")
+def bench_json(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    # A small file of our own, two conversations, repeated to 60 turns.
+    src = tmp_path_factory.mktemp("bench") / "turns.jsonl"
+    rows = []
+    for c in range(2):
+        for t in range(4):
+            rows.append({"conversation_id": f"c{c}", "turn": t,
+                         "role": "user" if t % 2 == 0 else "assistant",
+                         "text": "I'm sorry to hear that. Let me check your order." if t % 2
+                         else f"My parcel {c} never arrived, can you help?",
+                         "ts": f"2026-01-01T00:00:0{t}Z"})
+    src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    res = CliRunner().invoke(cli, ["bench", "--json", "--turns", "60", "--detectors",
+                                   "repetition", "--naive-turns", "20", "--file", str(src)])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def test_bench_json_shape(bench_json: dict) -> None:
+    assert set(bench_json) >= {"pipeline", "detectors", "naive", "speedup_vs_naive", "machine"}
+    assert set(bench_json["pipeline"]) >= LATENCY_KEYS
+    assert set(bench_json["detectors"]) == {"repetition"}
+    assert set(bench_json["detectors"]["repetition"]) >= LATENCY_KEYS
+    assert bench_json["machine"]["cores"] >= 1
+    assert len(bench_json["machine"]["load_avg_start"]) == 3
+
+
+def test_bench_values_are_sane(bench_json: dict) -> None:
+    p = bench_json["pipeline"]
+    assert p["turns"] == 60 and p["detector_errors"] == {}
+    assert p["turns_per_s"] > 0 and p["seconds"] > 0
+    assert 0 < p["p50_ms"] <= p["p95_ms"] <= p["p99_ms"]
+    assert p["peak_rss_mb"] > 20  # a Python process with numpy and SQLAlchemy loaded
+    assert p["encoder_backend"] is None  # repetition needs no sentence vectors
+    assert bench_json["naive"]["turns"] == 20 and bench_json["naive"]["turns_per_s"] > 0
+    ratio = p["turns_per_s"] / bench_json["naive"]["turns_per_s"]
+    assert bench_json["speedup_vs_naive"] == pytest.approx(ratio, rel=0.05, abs=0.1)
+
+
+def test_table_and_markdown_render_every_configuration(bench_json: dict) -> None:
+    table = render_table(bench_json)
+    assert "pipeline (all detectors)" in table and "repetition alone" in table
+    assert "naive baseline" in table
+    md = render_markdown(bench_json, "chatmon bench --markdown")
+    assert "| naive baseline |" in md and "chatmon bench --markdown" in md
+    assert md.count("| yes |") + md.count("| MISS |") == len(targets(bench_json)) == 4
+
+
+def test_an_unknown_detector_is_reported_not_crashed(tmp_path: Path) -> None:
+    res = CliRunner().invoke(cli, ["bench", "--json", "--turns", "5", "--detectors", "nope",
+                                   "--naive-turns", "2"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert "error" in out["pipeline"] and out["speedup_vs_naive"] is None
