@@ -139,7 +139,9 @@ class Example:
     """A canonical case a detector must get right; every registered detector ships some.
 
     ``prompt`` is the user text the turn answers (for assistant turns), ``expect`` the labels that
-    must fire, ``absent`` labels that must not fire (near misses).
+    must fire, ``absent`` labels that must not fire (near misses). ``preceded_by`` holds earlier
+    replies of the same bot, each in a conversation of its own, scored first: stateful detectors
+    (repetition) need them to show a positive case.
     """
 
     text: str
@@ -147,3 +149,4 @@ class Example:
     absent: frozenset[str] = frozenset()
     role: Role = "assistant"
     prompt: str = ""
+    preceded_by: tuple[str, ...] = ()

@@ -179,7 +179,15 @@ class RepetitionDetector:
 # tests/detectors/test_repetition*.py.
 _PER_REPLY = frozenset({"repetition.stock_phrase", "repetition.near_duplicate",
                         "repetition.template_sequence"})
+_STOCK_OPENERS = (
+    "I'm sorry to hear that. Your parcel left the depot this morning.",
+    "I'm sorry to hear that. I have reset your password; check your inbox.",
+    "I'm sorry to hear that. The invoice was corrected and re-sent.",
+)
+
 EXAMPLES: tuple[Example, ...] = (
+    Example("I'm sorry to hear that. A replacement card is on its way to you.",
+            expect=frozenset({"repetition.stock_phrase"}), preceded_by=_STOCK_OPENERS),
     Example("I'm sorry to hear that. Let me check the status of your order right away.",
             absent=_PER_REPLY),
     Example("Your refund was issued to the original card; banks usually post it within a week.",
