@@ -19,6 +19,7 @@ LEVEL_CUTS = {"er": (0.475, 0.875), "ip": (0.65, 0.725), "ex": (0.475, 0.625)}
 # Weights of the overall empathy score: mechanisms, then emotion alignment.
 OVERALL_WEIGHTS = np.array([0.4, 0.35, 0.15], dtype=np.float32)
 ALIGNMENT_WEIGHT = 0.1
+ALIGN_FLOOR = 0.5  # share of the ER score that counts whatever the emotion alignment
 # Breadth: empathic sentences (validation, paraphrasing, emotional expression, reassurance,
 # empowerment), counted up to BREADTH_CAP so that padding past it earns nothing.
 BREADTH_WEIGHT = 0.15
@@ -148,9 +149,10 @@ def analyse(
     )
     breadth = min(1.0, sum(t in EMPATHIC_TACTICS for t in tactics) / BREADTH_CAP)
     total = OVERALL_WEIGHTS.sum() + ALIGNMENT_WEIGHT + BREADTH_WEIGHT
-    overall = float(
-        OVERALL_WEIGHTS @ reply.mech + ALIGNMENT_WEIGHT * align + BREADTH_WEIGHT * breadth
-    )
+    # Emotional reactions count in full only when their tone matches the user's: a cheerful
+    # "That's awesome!" to a grieving user is a reaction, but not an empathic one.
+    gated = reply.mech * np.array([ALIGN_FLOOR + (1.0 - ALIGN_FLOOR) * align, 1.0, 1.0])
+    overall = float(OVERALL_WEIGHTS @ gated + ALIGNMENT_WEIGHT * align + BREADTH_WEIGHT * breadth)
     overall /= float(total)
     levels = tuple(level(m, float(reply.mech[j])) for j, m in enumerate(MECHANISMS))
     if head is not None:

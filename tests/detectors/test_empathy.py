@@ -76,6 +76,12 @@ def test_empathic_reply_scores_above_plain_reply(detector) -> None:
     assert warm["score"].score > cold["score"].score + 0.3
 
 
+def test_cheerful_reply_to_grief_is_not_empathic(detector) -> None:
+    cheerful = run(detector, "That's awesome! Have a fantastic day!", GRIEF)["score"].score
+    question = run(detector, "What happened? How long have you felt like this?", GRIEF)
+    assert cheerful < question["score"].score and cheerful < 0.3, cheerful
+
+
 ALIGNMENT_CASES = [
     # reply, prompt, low (True) or high (False)
     ("That's awesome! Have a fantastic day, woohoo!", GRIEF, True),
