@@ -25,14 +25,24 @@ from pipeline.cli import Ctx, cli, pass_ctx
 @click.option("--no-per-detector", is_flag=True, help="Skip the each-detector-alone runs.")
 @click.option("--no-uncached", is_flag=True,
               help="Skip the extra pipeline run with the encoder's vector cache off.")
+@click.option("--transformer", is_flag=True,
+              help="Instead: a random BERT-base classifier, PyTorch one by one vs ONNX int8 "
+                   "sorted batches (production backend speed).")
 @pass_ctx
 def bench_cmd(obj: Ctx, as_json: bool, markdown: bool, turns: int, file: Path | None,
               batch_size: int | None, detectors: str | None, naive_turns: int,
-              no_per_detector: bool, no_uncached: bool) -> None:
+              no_per_detector: bool, no_uncached: bool, transformer: bool) -> None:
     """Run the full pipeline, each detector alone and a naive baseline, each in a fresh process
     against a temporary SQLite store, after a warm-up; print turns/s, p50/p95/p99 latency
     (ingest to stored result) and peak RSS."""
     from pipeline.bench import run_bench
+
+    if transformer:
+        from pipeline import bench_transformer
+
+        out = bench_transformer.run(n_texts=min(turns, 512))
+        click.echo(json.dumps(out, indent=2))
+        return
     from pipeline.bench_report import render_markdown, render_table
 
     settings = obj.settings()

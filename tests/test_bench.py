@@ -80,3 +80,18 @@ def test_an_unknown_detector_is_reported_not_crashed(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert "error" in out["pipeline"] and out["speedup_vs_naive"] is None
+
+
+@pytest.mark.slow
+def test_transformer_bench_on_a_tiny_model() -> None:
+    from pipeline import bench_transformer
+
+    out = bench_transformer.run(n_texts=16, one_by_one=4, batch_size=8, small=True)
+    assert out["texts"] == 16 and out["torch_one_by_one"]["turns"] == 4
+    fast = out["onnx_int8_sorted_batches"]
+    assert fast["turns_per_s"] > 0 and fast["batch_size"] == 8
+    assert fast["gflop_per_s_fp32_equivalent"] > 0
+    assert fast["ratio_to_fp32_ceiling"] == pytest.approx(
+        fast["gflop_per_s_fp32_equivalent"] / 180.0, abs=0.01)
+    assert out["int8_vs_fp32_logit_correlation"] > 0.8  # same model, int8 weights
+    assert out["mean_tokens"] > 5  # real bert-base-uncased tokenisation of the example replies
