@@ -78,7 +78,7 @@ def test_toxigen_metrics_use_the_policy_threshold(fixed_scores: None) -> None:
     assert res["metrics"]["worst_group_bal_acc"] == pytest.approx(0.5)
     assert res["metrics"]["max_group_fpr"] == pytest.approx(0.5)
     # (hate, neutral) pairs ranked right: 14.5 of 16 (0.2 loses to 0.7 and ties with 0.2)
-    assert res["metrics"]["auroc"] == pytest.approx(14.5 / 16)
+    assert res["metrics"]["auroc"] == pytest.approx(14.5 / 16, abs=1e-4)
     # A stricter threshold from settings changes the flag-based metrics, not the AUROC.
     strict = run_benchmark("toxigen", FIXTURES / "toxigen",
                            Settings(thresholds={"toxicity.toxicity": 0.85})).as_dict()
