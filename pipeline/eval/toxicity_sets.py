@@ -107,11 +107,11 @@ def evaluate_davidson(path: Path, settings: Settings) -> EvalResult:
     toxic = [r.labels["toxic"] for r in rows]
     hate = [r.labels["hate"] for r in rows]
     metrics = {
-        "auroc_toxic": auroc(toxic, scores["toxicity"]),
-        "auprc_hate": auprc(hate, scores["identity_attack"]),
+        "auroc_toxic": auroc(toxic, scores["toxicity"].tolist()),
+        "auprc_hate": auprc(hate, scores["identity_attack"].tolist()),
     }
     detail = {**_detail_common(settings), "hate_rate": float(np.mean(hate)),
-              "auroc_hate": auroc(hate, scores["identity_attack"])}
+              "auroc_hate": auroc(hate, scores["identity_attack"].tolist())}
     return EvalResult("davidson", DETECTOR, len(rows), metrics, detail)
 
 
@@ -140,7 +140,7 @@ def evaluate_toxigen(path: Path, settings: Settings) -> EvalResult:
     cut = threshold(f"{DETECTOR}.toxicity", settings.thresholds)
     per_group = group_rates(y, list(scores >= cut), [r.group for r in rows])
     metrics = {
-        "auroc": auroc(y, scores),
+        "auroc": auroc(y, scores.tolist()),
         "worst_group_bal_acc": min(g["bal_acc"] for g in per_group.values()),
         "max_group_fpr": max(g["fpr"] for g in per_group.values() if g["n_neutral"]),
     }
@@ -156,9 +156,9 @@ def scores_for_toxigen(scores: dict[str, np.ndarray]) -> np.ndarray:
 def evaluate_jigsaw(path: Path, settings: Settings) -> EvalResult:
     rows = load_jigsaw(path)
     scores = score_rows(rows, settings)
-    metrics = {"auroc_toxic": auroc([r.labels["toxic"] for r in rows], scores["toxicity"])}
+    metrics = {"auroc_toxic": auroc([r.labels["toxic"] for r in rows], scores["toxicity"].tolist())}
     per_label = {
-        ours: auroc([r.labels[theirs] for r in rows], scores[ours])
+        ours: auroc([r.labels[theirs] for r in rows], scores[ours].tolist())
         for ours, theirs in zip(LABELS, JIGSAW_COLUMNS, strict=True)
         if sum(r.labels[theirs] for r in rows) > 0
     }

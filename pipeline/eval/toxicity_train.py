@@ -18,6 +18,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -156,11 +157,13 @@ def pick_threshold(y: np.ndarray, p: np.ndarray, groups: list[str]) -> float:
     return float(round(-max(candidates)[1], 2))
 
 
-def report(corpus: Corpus, oof: dict[str, np.ndarray], cut: float | None = None) -> dict:
+def report(
+    corpus: Corpus, oof: dict[str, np.ndarray], cut: float | None = None
+) -> dict[str, Any]:
     """The eval metrics of each dev set, computed on out-of-fold scores."""
     from pipeline.eval.core import auprc, auroc
 
-    out: dict[str, object] = {}
+    out: dict[str, Any] = {}
     d = corpus.source == "davidson"
     hate = corpus.y["identity_attack"][d]
     out["davidson"] = {"auroc_toxic": auroc(corpus.y["toxicity"][d], oof["toxicity"][d]),
