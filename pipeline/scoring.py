@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -127,6 +128,7 @@ class DetectorSuite:
                 needed[role] = needed.get(role, frozenset()) | names
         self.features = FeatureExtractor(needed, encoder, encoder_backend)
         self._loaded = False
+        self._pool: ThreadPoolExecutor | None = None
 
     @classmethod
     def from_names(
@@ -151,35 +153,62 @@ class DetectorSuite:
 
     def score(self, batch: Sequence[ScoringInput]) -> SuiteResult:
         self.load()
-        batch = self.features.add(batch)
         result = SuiteResult(findings=[[] for _ in batch])
-        for det in self.detectors:
-            idx = [i for i, item in enumerate(batch) if item.turn.role in det.roles]
+        plain = [k for k, d in enumerate(self.detectors) if not getattr(d, "features", None)]
+        outs: dict[int, _Outcome] = {}
+        if plain and self.features.encoder is not None:
+            # Detectors that need no shared features (Presidio + spaCy) run on a second thread
+            # while the encoder computes: ONNX Runtime and torch release the GIL, so both cores
+            # work. Findings are merged in detector order below, so the output is the same.
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="chatmon-plain")
+            future = self._pool.submit(
+                lambda: {k: _score_one(self.detectors[k], batch) for k in plain})
+            try:
+                featured = self.features.add(batch)
+            finally:
+                outs.update(future.result())
+        else:
+            featured = self.features.add(batch)
+        outs.update({k: _score_one(d, featured) for k, d in enumerate(self.detectors)
+                     if k not in outs})
+        for k, det in enumerate(self.detectors):
+            idx, out, failure, seconds = outs[k]
             if not idx:
                 continue
-            sub = [batch[i] for i in idx]
-            t0 = time.perf_counter()
-            try:
-                out = det.score(sub)
-                if not isinstance(out, list) or len(out) != len(sub):
-                    got = len(out) if isinstance(out, list) else type(out).__name__
-                    raise DetectorShapeError(
-                        f"detector {det.name} returned {got} results for {len(sub)} turns"
-                    )
-            except Exception as exc:  # isolate: this detector's batch fails, the others go on
-                log.warning("detector %s failed on a batch of %d: %s", det.name, len(sub),
-                            type(exc).__name__)
+            result.seconds[det.name] = result.seconds.get(det.name, 0.0) + seconds
+            if failure is not None:
                 result.failures.append(DetectorFailure(
-                    det.name, f"{type(exc).__name__}: {exc}"[:500], [batch[i].turn.key for i in idx]
-                ))
+                    det.name, failure, [batch[i].turn.key for i in idx]))
                 continue
-            finally:
-                result.seconds[det.name] = result.seconds.get(det.name, 0.0) + (
-                    time.perf_counter() - t0
-                )
             for i, found in zip(idx, out, strict=True):
                 result.findings[i].extend(found)
         return result
+
+
+# (indexes scored, their findings, error text or None, seconds)
+_Outcome = tuple[list[int], list[list[Finding]], str | None, float]
+
+
+def _score_one(det: Detector, batch: Sequence[ScoringInput]) -> _Outcome:
+    """One detector on the turns of its roles, with shape check and failure isolation."""
+    idx = [i for i, item in enumerate(batch) if item.turn.role in det.roles]
+    if not idx:
+        return idx, [], None, 0.0
+    sub = [batch[i] for i in idx]
+    t0 = time.perf_counter()
+    try:
+        out = det.score(sub)
+        if not isinstance(out, list) or len(out) != len(sub):
+            got = len(out) if isinstance(out, list) else type(out).__name__
+            raise DetectorShapeError(
+                f"detector {det.name} returned {got} results for {len(sub)} turns"
+            )
+    except Exception as exc:  # isolate: this detector's batch fails, the others go on
+        log.warning("detector %s failed on a batch of %d: %s", det.name, len(sub),
+                    type(exc).__name__)
+        return idx, [], f"{type(exc).__name__}: {exc}"[:500], time.perf_counter() - t0
+    return idx, out, None, time.perf_counter() - t0
 
 
 def score_texts(

@@ -121,8 +121,22 @@ def _chunks(rows: Sequence[Mapping[str, Any]]) -> Iterable[list[Mapping[str, Any
         yield list(rows[i : i + _CHUNK])
 
 
+_PLAIN = (str, int, bool, type(None))
+
+
 def to_json(value: Any) -> Any:
     """Plain JSON types only (numpy scalars and arrays, tuples, sets become Python values)."""
+    # Exact-type fast paths first: this runs on every finding's evidence (a profile hot spot,
+    # isinstance against the Mapping ABC being the slow part).
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is float:
+        return round(value, 6)
+    if kind is dict:
+        return {str(k): to_json(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [to_json(v) for v in value]
     if isinstance(value, Mapping):
         return {str(k): to_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
