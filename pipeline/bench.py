@@ -238,12 +238,23 @@ def run_bench(turns: int = 5000, batch_size: int = 64, detectors: tuple[str, ...
                                          "naive_turns": min(naive_turns, turns)})
     pipe, naive = result["pipeline"].get("turns_per_s"), result["naive"].get("turns_per_s")
     result["speedup_vs_naive"] = round(pipe / naive, 1) if pipe and naive else None
+    # The naive baseline caches nothing; the same comparison with the encoder cache off too.
+    cold = result.get("pipeline_uncached_encoder", {}).get("turns_per_s")
+    result["speedup_vs_naive_encoder_cache_off"] = (
+        round(cold / naive, 1) if cold and naive else None)
     result["machine"] = {**machine(), "load_avg_start": [round(x, 2) for x in load_start],
                          "load_avg_end": [round(x, 2) for x in os.getloadavg()]}
     result["settings"] = {"turns": turns, "batch_size": batch_size, "detectors": names,
-                          "corpus": str(source), "encoder_backend": encoder_backend,
+                          "corpus": _shown(source), "encoder_backend": encoder_backend,
                           "naive_turns": min(naive_turns, turns), "store": "sqlite (temp file)"}
     return result
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
 
 
 def main(argv: list[str]) -> None:

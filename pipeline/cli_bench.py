@@ -28,15 +28,26 @@ from pipeline.cli import Ctx, cli, pass_ctx
 @click.option("--transformer", is_flag=True,
               help="Instead: a random BERT-base classifier, PyTorch one by one vs ONNX int8 "
                    "sorted batches (production backend speed).")
+@click.option("--kafka", is_flag=True,
+              help="Instead: end to end through Kafka and `chatmon worker` processes "
+                   "(pipeline.kafka.bench; CHATMON_KAFKA_BOOTSTRAP or --tansu).")
+@click.option("--kafka-workers", type=int, default=1, show_default=True)
+@click.option("--kafka-rate", type=float, default=50.0, show_default=True,
+              help="Turns/s for the fixed-rate latency phase.")
+@click.option("--tansu", is_flag=True, help="Start a local tansu broker for --kafka.")
 @pass_ctx
 def bench_cmd(obj: Ctx, as_json: bool, markdown: bool, turns: int, file: Path | None,
               batch_size: int | None, detectors: str | None, naive_turns: int,
-              no_per_detector: bool, no_uncached: bool, transformer: bool) -> None:
+              no_per_detector: bool, no_uncached: bool, transformer: bool, kafka: bool,
+              kafka_workers: int, kafka_rate: float, tansu: bool) -> None:
     """Run the full pipeline, each detector alone and a naive baseline, each in a fresh process
     against a temporary SQLite store, after a warm-up; print turns/s, p50/p95/p99 latency
     (ingest to stored result) and peak RSS."""
     from pipeline.bench import run_bench
 
+    if kafka:
+        _kafka(obj, turns, kafka_workers, kafka_rate, tansu)
+        return
     if transformer:
         from pipeline import bench_transformer
 
@@ -60,3 +71,16 @@ def bench_cmd(obj: Ctx, as_json: bool, markdown: bool, turns: int, file: Path | 
         click.echo(render_markdown(result, "chatmon bench --markdown"), nl=False)
     else:
         click.echo(render_table(result))
+
+
+def _kafka(obj: Ctx, turns: int, workers: int, rate: float, tansu: bool) -> None:
+    from contextlib import ExitStack
+
+    from pipeline.kafka import bench as kbench
+
+    settings = obj.settings()
+    with ExitStack() as stack:
+        if tansu:
+            settings = settings.model_copy(
+                update={"kafka_bootstrap": stack.enter_context(kbench.tansu())})
+        click.echo(json.dumps(kbench.bench_kafka(settings, turns, rate, workers), indent=2))
