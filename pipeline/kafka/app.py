@@ -80,7 +80,8 @@ def build_processors(settings: Settings, migrate: bool) -> Processors:
     sink = Sink(db.make_engine(settings.database_url))
     names = settings.enabled_detectors()
     first = DetectorSuite.from_names([n for n in names if n != REPETITION],
-                                     settings.detector_options)
+                                     settings.detector_options,
+                                     encoder_backend=settings.encoder_backend)
     second = (DetectorSuite.from_names([REPETITION], settings.detector_options)
               if REPETITION in names else None)
     run_id = str(uuid.uuid4())
