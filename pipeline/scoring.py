@@ -158,20 +158,22 @@ class DetectorSuite:
         outs: dict[int, _Outcome] = {}
         if plain and self.features.encoder is not None:
             # Detectors that need no shared features (Presidio + spaCy) run on a second thread
-            # while the encoder computes: ONNX Runtime and torch release the GIL, so both cores
-            # work. Findings are merged in detector order below, so the output is the same.
+            # while the encoder and the other detectors run: ONNX Runtime, torch and spaCy's
+            # matrix products release the GIL, so both cores work. Findings are merged in
+            # detector order below, so the output is the same.
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="chatmon-plain")
             future = self._pool.submit(
                 lambda: {k: _score_one(self.detectors[k], batch) for k in plain})
             try:
                 featured = self.features.add(batch)
+                outs.update({k: _score_one(d, featured) for k, d in enumerate(self.detectors)
+                             if k not in plain})
             finally:
                 outs.update(future.result())
         else:
             featured = self.features.add(batch)
-        outs.update({k: _score_one(d, featured) for k, d in enumerate(self.detectors)
-                     if k not in outs})
+            outs.update({k: _score_one(d, featured) for k, d in enumerate(self.detectors)})
         for k, det in enumerate(self.detectors):
             idx, out, failure, seconds = outs[k]
             if not idx:
