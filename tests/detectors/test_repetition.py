@@ -343,7 +343,10 @@ def test_examples_hold(example: Example) -> None:
     from pipeline.policy import threshold
     from pipeline.scoring import simple_input
 
-    (found,) = RepetitionDetector().score([simple_input(example.text, prompt=example.prompt)])
+    det = RepetitionDetector()  # no state store: the detector keeps its own, across calls
+    det.score([simple_input(t, conversation_id=f"earlier-{j}")
+               for j, t in enumerate(example.preceded_by)])
+    (found,) = det.score([simple_input(example.text, prompt=example.prompt)])
     got = {f.label for f in found if f.score >= threshold(f.label)}
     assert example.expect <= got and not example.absent & got
     assert {f.label for f in found} >= {"repetition.window"}
