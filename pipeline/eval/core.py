@@ -3,6 +3,7 @@ a registered detector exactly as the pipeline does (shared features, batches).""
 
 from __future__ import annotations
 
+import csv
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -45,6 +46,16 @@ def require(path: Path, *names: str) -> list[Path]:
     if missing:
         raise EvalDataError(f"{path}: missing {', '.join(missing)}")
     return files
+
+
+def read_csv(file: Path, columns: Sequence[str]) -> list[dict[str, str]]:
+    """Rows of a CSV file as dicts, or an EvalDataError naming the columns it lacks."""
+    with file.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in columns if c not in (reader.fieldnames or [])]
+        if missing:
+            raise EvalDataError(f"{file}: missing columns {', '.join(missing)}")
+        return list(reader)
 
 
 def auroc(labels: Sequence[int], scores: Sequence[float]) -> float:

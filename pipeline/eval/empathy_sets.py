@@ -16,7 +16,6 @@ The ``rationales`` columns are never read (they are derived from the labels).
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from itertools import combinations
 from pathlib import Path
@@ -27,7 +26,7 @@ import numpy as np
 from detectors import registry
 from detectors.base import Finding, ScoringInput
 from pipeline.errors import EvalDataError
-from pipeline.eval.core import EvalResult, auroc, macro_f1, require, spearman
+from pipeline.eval.core import EvalResult, auroc, macro_f1, read_csv, require, spearman
 from pipeline.scoring import score_texts, simple_input
 from pipeline.settings import Settings
 
@@ -39,15 +38,6 @@ EPITOME_FILES = {
 }
 WELIVITA_FILE = "dataset_and_ratings.csv"
 WELIVITA_KINDS = ("human", "chatgpt", "chatgpt_empathy")
-
-
-def read_csv(file: Path, columns: Sequence[str]) -> list[dict[str, str]]:
-    with file.open(newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in columns if c not in (reader.fieldnames or [])]
-        if missing:
-            raise EvalDataError(f"{file}: missing columns {', '.join(missing)}")
-        return list(reader)
 
 
 def score_items(items: Sequence[ScoringInput], settings: Settings) -> list[dict[str, Finding]]:

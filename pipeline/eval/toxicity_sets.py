@@ -14,7 +14,6 @@ production; evals set the floor to 0 so that low scores still rank. Thresholds (
 
 from __future__ import annotations
 
-import csv
 import html
 from collections import defaultdict
 from collections.abc import Sequence
@@ -25,7 +24,7 @@ import numpy as np
 
 from detectors import registry
 from pipeline.errors import EvalDataError
-from pipeline.eval.core import EvalResult, auprc, auroc, require
+from pipeline.eval.core import EvalResult, auprc, auroc, read_csv, require
 from pipeline.policy import threshold
 from pipeline.scoring import score_texts, simple_input
 from pipeline.settings import Settings
@@ -41,20 +40,11 @@ class Row:
     group: str = ""
 
 
-def _read_csv(file: Path, columns: Sequence[str]) -> list[dict[str, str]]:
-    with file.open(newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in columns if c not in (reader.fieldnames or [])]
-        if missing:
-            raise EvalDataError(f"{file}: missing columns {', '.join(missing)}")
-        return list(reader)
-
-
 def load_davidson(path: Path) -> list[Row]:
     """Tweets; ``toxic`` = hate or offensive (class 0 or 1), ``hate`` = class 0."""
     (file,) = require(path, "labeled_data.csv")
     rows = []
-    for r in _read_csv(file, ("class", "tweet")):
+    for r in read_csv(file, ("class", "tweet")):
         cls = int(r["class"])
         labels = {"toxic": int(cls in (0, 1)), "hate": int(cls == 0)}
         rows.append(Row(html.unescape(r["tweet"]), labels))
@@ -65,7 +55,7 @@ def load_toxigen(path: Path) -> list[Row]:
     """Seed statements; ``hate`` = 1 for the hate prompt files, 0 for the neutral ones."""
     (file,) = require(path, "toxigen_prompt_seed_sentences.csv")
     rows = []
-    for r in _read_csv(file, ("text", "target_group", "label")):
+    for r in read_csv(file, ("text", "target_group", "label")):
         if r["label"] not in ("hate", "neutral"):
             raise EvalDataError(f"{file}: unknown label {r['label']!r}")
         rows.append(Row(r["text"].strip(), {"hate": int(r["label"] == "hate")}, r["target_group"]))
@@ -79,7 +69,7 @@ def load_jigsaw(path: Path) -> list[Row]:
     (file,) = require(path, "test_examples.csv")
     return [
         Row(r["comment_text"], {c: int(r[c]) for c in JIGSAW_COLUMNS})
-        for r in _read_csv(file, ("comment_text", *JIGSAW_COLUMNS))
+        for r in read_csv(file, ("comment_text", *JIGSAW_COLUMNS))
     ]
 
 
