@@ -17,7 +17,7 @@ class DetectorError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    """One validated chat turn. ``text`` is the raw text; only the pipeline decides what is stored."""
+    """One validated chat turn. ``text`` is the raw text; the pipeline decides what is stored."""
 
     conversation_id: str
     turn: int

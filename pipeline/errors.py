@@ -15,7 +15,9 @@ class MissingExtraError(ChatmonError):
     """An optional dependency is not installed; the message names the extra."""
 
     def __init__(self, module: str, extra: str) -> None:
-        super().__init__(f"{module} is not installed; install it with: pip install 'chatmon[{extra}]'")
+        super().__init__(
+            f"{module} is not installed; install it with: pip install 'chatmon[{extra}]'"
+        )
         self.module = module
         self.extra = extra
 

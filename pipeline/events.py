@@ -40,7 +40,7 @@ REQUIRED = ("conversation_id", "turn", "role", "text", "ts")
 
 @dataclass(frozen=True, slots=True)
 class RawRecord:
-    """One input record and where it came from (file:line, http request index, topic/partition/offset)."""
+    """One input record and where it came from (file line, HTTP event, topic/partition/offset)."""
 
     source: str
     position: str

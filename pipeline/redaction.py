@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
 from datetime import UTC, datetime
+from typing import Any
 
 from detectors.base import Detector, Finding, ScoringInput, Turn
 
@@ -22,7 +22,7 @@ Span = tuple[int, int, str]
 
 
 def pii_spans(findings: Sequence[Finding]) -> list[Span]:
-    """(start, end, ENTITY) for every PII finding with a span (leak findings repeat entity spans)."""
+    """(start, end, ENTITY) of every PII finding with a span (leaks repeat entity spans)."""
     out = []
     for f in findings:
         if f.detector == "pii" and f.span is not None and f.label != "pii.leak":

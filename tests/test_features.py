@@ -6,8 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from detectors.features import EMBEDDING, PROMPT_EMBEDDING, SENTENCE_EMBEDDINGS, SENTENCES
-from detectors.features import SentenceEncoder, split_sentences
+from detectors.features import (
+    EMBEDDING,
+    PROMPT_EMBEDDING,
+    SENTENCE_EMBEDDINGS,
+    SENTENCES,
+    SentenceEncoder,
+    split_sentences,
+)
 from pipeline.scoring import DetectorSuite, simple_input
 
 
@@ -43,7 +49,8 @@ def test_encoder_cache_is_bounded_and_consistent(encoder: SentenceEncoder) -> No
     first = encoder.encode([f"sentence number {i}" for i in range(40)])
     assert len(encoder._cache) == 16
     again = encoder.encode(["sentence number 39", "sentence number 0"])
-    assert np.allclose(again[0], first[39], atol=1e-5) and np.allclose(again[1], first[0], atol=1e-5)
+    assert np.allclose(again[0], first[39], atol=1e-5)
+    assert np.allclose(again[1], first[0], atol=1e-5)
 
 
 class _Needs:

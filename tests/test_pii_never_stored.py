@@ -54,7 +54,8 @@ def _events() -> list[bytes]:
         json.dumps([p["ssn"], p["phone"]]).encode(),
         f"ssn {p['ssn']} \xff".encode("latin-1"),
         json.dumps({"conversation_id": "pii-1", "turn": 0, "role": "user",
-                    "text": f"changed: {p['name']} {p['ip']}", "ts": "2026-11-20T10:00:00Z"}).encode(),
+                    "text": f"changed: {p['name']} {p['ip']}",
+                    "ts": "2026-11-20T10:00:00Z"}).encode(),
     ]
     return good + bad
 

@@ -8,13 +8,15 @@ import shutil
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 from sqlalchemy import create_engine, text
 
 from pipeline import runner
 from pipeline.settings import Settings
 from tests.conftest import EXAMPLES, count_rows
 
-EXPECTED = {int(k): v for k, v in json.loads((EXAMPLES / "bad_events.expected.json").read_text()).items()}
+_EXPECTED_FILE = EXAMPLES / "bad_events.expected.json"
+EXPECTED = {int(k): v for k, v in json.loads(_EXPECTED_FILE.read_text()).items()}
 
 
 @pytest.fixture
@@ -117,7 +119,8 @@ def test_detector_failure_is_isolated_and_dead_lettered(sqlite_url, make_process
     suite.load()
     src = tmp_path / "t.jsonl"
     src.write_text("\n".join(json.dumps(e) for e in [
-        {"conversation_id": "x", "turn": 0, "role": "user", "text": "Hi", "ts": "2026-11-20T10:00:00Z"},
+        {"conversation_id": "x", "turn": 0, "role": "user", "text": "Hi",
+         "ts": "2026-11-20T10:00:00Z"},
         {"conversation_id": "x", "turn": 1, "role": "assistant", "text": "Hello, how can I help?",
          "ts": "2026-11-20T10:00:01Z"},
     ]))
@@ -153,8 +156,8 @@ def test_settings_from_environment(monkeypatch):
     monkeypatch.setenv("CHATMON_MAX_TEXT_CHARS", "99")
     s = Settings()
     assert s.database_url == "sqlite:///x.db" and s.max_text_chars == 99
-    with pytest.raises(Exception):
-        s.max_text_chars = 5  # frozen
+    with pytest.raises(ValidationError, match="frozen"):
+        s.max_text_chars = 5
 
 
 def test_raw_text_is_opt_in_and_expires(sqlite_url, make_processor, tmp_path):  # type: ignore[no-untyped-def]

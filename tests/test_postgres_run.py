@@ -12,7 +12,8 @@ from tests.conftest import EXAMPLES, count_rows
 def test_run_on_postgres_is_idempotent(postgres_url, make_processor, tmp_path):  # type: ignore[no-untyped-def]
     src = tmp_path / "in.jsonl"
     lines = (EXAMPLES / "transcripts.jsonl").read_text().splitlines()[:40]
-    src.write_bytes(("\n".join(lines) + "\n").encode() + (EXAMPLES / "bad_events.jsonl").read_bytes())
+    bad = (EXAMPLES / "bad_events.jsonl").read_bytes()
+    src.write_bytes(("\n".join(lines) + "\n").encode() + bad)
     proc = make_processor(postgres_url)
     first = runner.run([str(src)], proc.settings, progress=False, processor=proc).as_dict()
     expected = json.loads((EXAMPLES / "bad_events.expected.json").read_text())
