@@ -54,16 +54,16 @@ def _detector(settings: Settings) -> Any:
 
 
 @cache
-def _encoder() -> SentenceEncoder:
-    """One loaded MiniLM per process for both harnesses (and their tests)."""
-    return SentenceEncoder()
+def _encoder(backend: str = "torch") -> SentenceEncoder:
+    """One loaded MiniLM per process and backend for both harnesses (and their tests)."""
+    return SentenceEncoder(backend=backend)
 
 
 def stereotype_scores(texts: Sequence[str], settings: Settings) -> list[float]:
     """The highest ``bias.stereotype`` score of each text scored as an assistant turn (each
     distinct text once)."""
     unique = list(dict.fromkeys(texts))
-    suite = DetectorSuite([_detector(settings)], encoder=_encoder())
+    suite = DetectorSuite([_detector(settings)], encoder=_encoder(settings.encoder_backend))
     found: list[list[Finding]] = []
     for i in range(0, len(unique), settings.batch_size):
         res = suite.score([simple_input(t, "assistant") for t in unique[i:i + settings.batch_size]])
