@@ -94,11 +94,15 @@ def render(results: dict[str, Any], backend: str, data: str,
         m = results.get(name, {}).get("metrics", {})
         for metric, op, want, issue in goals:
             v = m.get(metric)
-            lines.append(f"| {name} | {metric} | {op} {want} | {_fmt(v)} | "
-                         f"{_met(v, op, want)} | #{issue} |")
+            status = _met(v, op, want) if name in results else "not run"
+            lines.append(f"| {name} | {metric} | {op} {want} | {_fmt(v)} | {status} | #{issue} |")
     lines += ["", "## Every metric", ""]
     head = "| bench | detector | n | metric | value |" + (" change |" if compare else "")
     lines += [head, "|---|---|---:|---|---:|" + ("---:|" if compare else "")]
+    missing = [b for b in FOLDERS if b not in results]
+    if missing:
+        lines.append(f"| {', '.join(missing)} | - | - | not run in this generation | - |"
+                     + (" |" if compare else ""))
     for name, res in results.items():
         if "error" in res:
             lines.append(f"| {name} | - | - | error | {res['error']} |" + (" |" if compare else ""))
@@ -123,6 +127,7 @@ def main() -> None:
     ap.add_argument("--compare", type=Path, help="an earlier --json-out to diff against")
     ap.add_argument("--compare-label", default="torch")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--notes", type=Path, help="markdown appended at the end")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.from_json:
@@ -134,6 +139,8 @@ def main() -> None:
         args.json_out.write_text(json.dumps(results, indent=2))
     compare = json.loads(args.compare.read_text()) if args.compare else None
     md = render(results, args.backend, "../shared/evaldata", compare, args.compare_label)
+    if args.notes:
+        md += "\n" + args.notes.read_text()
     if args.out:
         args.out.write_text(md)
     else:
