@@ -51,17 +51,21 @@ def postgres_server_url() -> Iterator[str]:
 
 @pytest.fixture
 def postgres_url(postgres_server_url: str) -> Iterator[str]:
-    """The session database, emptied before each test."""
+    """The session database, migrated, with every table emptied before and after each test."""
     from sqlalchemy import create_engine, text
 
     from pipeline.store import db
+    from pipeline.store.models import Base
 
     db.upgrade(postgres_server_url)
     engine = create_engine(postgres_server_url)
+    truncate = text(f"TRUNCATE {', '.join(Base.metadata.tables)} CASCADE")
     with engine.begin() as conn:
-        conn.execute(text("TRUNCATE findings, turns, dead_letters, runs CASCADE"))
-    engine.dispose()
+        conn.execute(truncate)
     yield postgres_server_url
+    with engine.begin() as conn:
+        conn.execute(truncate)
+    engine.dispose()
 
 
 @pytest.fixture(scope="session")

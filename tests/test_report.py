@@ -124,14 +124,8 @@ def test_report_renders_in_headless_chromium(report: Path, tmp_path: Path) -> No
     assert shot.stat().st_size > 50_000
 
 
-def test_report_on_postgresql(postgres_server_url: str) -> None:
-    from sqlalchemy import text
-
-    db.upgrade(postgres_server_url)
-    engine = db.make_engine(postgres_server_url)
-    tables = "findings, turns, dead_letters, runs, validation_results"
-    with engine.begin() as conn:
-        conn.execute(text(f"TRUNCATE {tables}"))
+def test_report_on_postgresql(postgres_url: str) -> None:
+    engine = db.make_engine(postgres_url)
     try:
         seed_store(engine)
         window = default_window(engine)
@@ -140,8 +134,6 @@ def test_report_on_postgresql(postgres_server_url: str) -> None:
         assert html.count("Plotly.newPlot") == N_PLOTS
         assert len(re.findall(r'href="#conv-([^"]+)"', html)) == 10
     finally:
-        with engine.begin() as conn:
-            conn.execute(text(f"TRUNCATE {tables}"))
         engine.dispose()
 
 

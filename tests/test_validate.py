@@ -170,14 +170,8 @@ def test_validate_needs_exactly_one_target(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "FILE or --store" in result.output
 
 
-def test_store_suites_on_postgresql(postgres_server_url: str) -> None:
-    from sqlalchemy import text
-
-    db.upgrade(postgres_server_url)
-    engine = db.make_engine(postgres_server_url)
-    tables = "findings, turns, dead_letters, runs, validation_results"
-    with engine.begin() as conn:
-        conn.execute(text(f"TRUNCATE {tables}"))
+def test_store_suites_on_postgresql(postgres_url: str) -> None:
+    engine = db.make_engine(postgres_url)
     try:
         seed_store(engine)
         outcome = quality.validate_store(engine, max_chars=20_000)
@@ -187,6 +181,4 @@ def test_store_suites_on_postgresql(postgres_server_url: str) -> None:
                           datetime.now(UTC) + timedelta(days=1)).records()
         assert {r["suite"] for r in rows} >= {"store.findings", "store.volume"}
     finally:
-        with engine.begin() as conn:
-            conn.execute(text(f"TRUNCATE {tables}"))
         engine.dispose()
