@@ -65,15 +65,27 @@ class RunSummary:
         }
 
 
+class _InputInterrupted(Exception):
+    """Raised by the signal handler to break out of a blocking read of the input."""
+
+
 class _Stop:
-    """SIGINT/SIGTERM set a flag; the runner finishes and flushes the current batch, then exits."""
+    """SIGINT/SIGTERM set a flag; the runner finishes and flushes the current batch, then exits.
+
+    While the runner waits for input (stdin may stay open and idle), the handler also breaks
+    the blocking read, so the records read so far are flushed at once. While a batch is being
+    processed or written, the handler only sets the flag: nothing is cut off half way.
+    """
 
     def __init__(self) -> None:
         self.requested = False
+        self.reading = False
 
     def __call__(self, signum: int, _frame: Any) -> None:
         log.warning("signal %d: flushing pending writes before exit", signum)
         self.requested = True
+        if self.reading:
+            raise _InputInterrupted
 
 
 @contextmanager
@@ -136,13 +148,19 @@ def run(paths: Sequence[str], settings: Settings, progress: bool = True,
 
 def _batches(records: Iterable[RawRecord], size: int, stop: _Stop) -> Iterator[list[RawRecord]]:
     batch: list[RawRecord] = []
-    for rec in records:
+    source = iter(records)
+    while not stop.requested:
+        stop.reading = True
+        try:
+            rec = next(source)
+        except (StopIteration, _InputInterrupted):
+            break
+        finally:
+            stop.reading = False
         batch.append(rec)
         if len(batch) >= size:
             yield batch
             batch = []
-        if stop.requested:
-            break
     if batch:
         yield batch
 

@@ -181,3 +181,42 @@ def test_raw_text_is_opt_in_and_expires(sqlite_url, make_processor, tmp_path):  
     assert proc.sink.purge_expired_raw() == 1
     with engine2.connect() as conn:
         assert conn.execute(text("select text_raw from turns")).scalar_one() is None
+
+
+def test_sigterm_flushes_pending_turns_while_stdin_stays_open(tmp_path):  # type: ignore[no-untyped-def]
+    """`chatmon run -` with an idle, open stdin: SIGTERM stores what was read, then exits."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    db_file = tmp_path / "chatmon.db"
+    env = {**os.environ, "CHATMON_DATABASE_URL": f"sqlite:///{db_file}",
+           "CHATMON_DETECTORS": '["pii"]'}
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", "-", "--json"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env, cwd=tmp_path)
+    assert proc.stdin is not None
+    for i in range(3):
+        proc.stdin.write((json.dumps({"conversation_id": "sig", "turn": i, "role": "user",
+                                      "text": f"message {i}", "ts": "2026-11-20T10:00:00Z"})
+                          + "\n").encode())
+    proc.stdin.flush()  # stdin stays open: fewer lines than a batch, no end of input
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:  # wait until the run has started (models loaded)
+        if db_file.exists():
+            engine = create_engine(f"sqlite:///{db_file}")
+            with engine.connect() as conn:
+                started = conn.execute(text("select count(*) from runs")).scalar_one()
+            engine.dispose()
+            if started:
+                break
+        time.sleep(0.5)
+    time.sleep(2)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err.decode()[-2000:]
+    summary = json.loads(out)
+    assert summary["interrupted"] is True and summary["turns_stored"] == 3
+    assert count_rows(f"sqlite:///{db_file}")["turns"] == 3
