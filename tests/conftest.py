@@ -42,8 +42,6 @@ def postgres_server_url() -> Iterator[str]:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
     yield url
-    from sqlalchemy.pool import NullPool  # noqa: F401
-
     with admin.connect() as conn:
         conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     admin.dispose()
@@ -53,19 +51,24 @@ def postgres_server_url() -> Iterator[str]:
 def postgres_url(postgres_server_url: str) -> Iterator[str]:
     """The session database, migrated, with every table emptied before and after each test."""
     from sqlalchemy import create_engine, text
+    from sqlalchemy.pool import NullPool
 
     from pipeline.store import db
     from pipeline.store.models import Base
 
     db.upgrade(postgres_server_url)
-    engine = create_engine(postgres_server_url)
     truncate = text(f"TRUNCATE {', '.join(Base.metadata.tables)} CASCADE")
-    with engine.begin() as conn:
-        conn.execute(truncate)
+
+    def empty() -> None:
+        # A fresh connection each time: some tests terminate every backend on purpose.
+        engine = create_engine(postgres_server_url, poolclass=NullPool)
+        with engine.begin() as conn:
+            conn.execute(truncate)
+        engine.dispose()
+
+    empty()
     yield postgres_server_url
-    with engine.begin() as conn:
-        conn.execute(truncate)
-    engine.dispose()
+    empty()
 
 
 @pytest.fixture(scope="session")

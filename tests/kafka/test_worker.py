@@ -147,7 +147,8 @@ def test_sigkill_mid_stream_loses_nothing_and_stores_nothing_twice(
     finally:
         if producer.poll() is None:
             producer.kill()
-    wait_until(lambda: db_counts(postgres_url)["window_turns"] >= 600, 150, "all results")
+    # after a SIGKILL the group needs a few rebalances on tansu; slow under load, so wait long
+    wait_until(lambda: db_counts(postgres_url)["window_turns"] >= 600, 300, "all results")
     counts = db_counts(postgres_url)
     assert counts["turns"] == counts["distinct_turns"] == 1200
     assert counts["windows"] == counts["window_turns"] == 600
