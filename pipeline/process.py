@@ -93,8 +93,9 @@ class Processor:
                 report.detector_errors[failure.detector] += len(failure.keys)
                 for key in failure.keys:
                     failed.setdefault(key, []).append((failure.detector, failure.error))
-            for acc, found in zip(fresh, result.findings, strict=True):
-                self._rows(acc, found, failed.get(acc.turn.key, ()), report)
+            metadata = self._metadata([acc.turn for acc in fresh])
+            for acc, found, meta in zip(fresh, result.findings, metadata, strict=True):
+                self._rows(acc, found, meta, failed.get(acc.turn.key, ()), report)
         self._dead_letters(rejected, report)
         self.sink.write(report.turn_rows, report.finding_rows, report.dead_letter_rows)
         if self.on_batch is not None:
@@ -129,8 +130,8 @@ class Processor:
                     "stored with different content", acc.turn.conversation_id, acc.turn.turn))
         return fresh
 
-    def _rows(self, acc: Accepted, found: list[Finding], errors: Sequence[tuple[str, str]],
-              report: BatchReport) -> None:
+    def _rows(self, acc: Accepted, found: list[Finding], metadata: dict[str, Any],
+              errors: Sequence[tuple[str, str]], report: BatchReport) -> None:
         turn = acc.turn
         now = datetime.now(UTC)
         tid = turn_id(*turn.key)
@@ -141,7 +142,7 @@ class Processor:
             ts=turn.ts, bot_id=turn.bot_id or "", model=turn.model or "",
             tenant=turn.tenant or "", lang=turn.lang, text_redacted=redacted,
             content_hash=acc.content_hash, n_chars=len(turn.text),
-            metadata=self._metadata(turn), text_raw=turn.text if keep_raw else None,
+            metadata=metadata, text_raw=turn.text if keep_raw else None,
             raw_expires_at=now + timedelta(days=self.settings.raw_retention_days)
             if keep_raw else None, run_id=self.run_id, stored_at=now,
         ))
@@ -169,16 +170,18 @@ class Processor:
                 acc.record, events.DETECTOR_ERROR, error, redacted[:RAW_EXCERPT_CHARS],
                 turn.conversation_id, turn.turn, detector=detector))
 
-    def _metadata(self, turn: Turn) -> dict[str, Any]:
-        """Metadata is free-form and may hold PII: its string values are redacted too."""
-        if not turn.metadata:
-            return {}
-        raw = json.dumps(to_json(dict(turn.metadata)), ensure_ascii=False)
-        redacted = self.redactor.texts([raw])[0]
-        try:
-            return json.loads(redacted)
-        except ValueError:
-            return {"redacted": redacted}
+    def _metadata(self, turns: Sequence[Turn]) -> list[dict[str, Any]]:
+        """Metadata is free-form and may hold PII: its string values are redacted too, in one
+        analyser call for the batch."""
+        raws = {i: json.dumps(to_json(dict(t.metadata)), ensure_ascii=False)
+                for i, t in enumerate(turns) if t.metadata}
+        out: list[dict[str, Any]] = [{} for _ in turns]
+        for i, redacted in zip(raws, self.redactor.texts(list(raws.values())), strict=True):
+            try:
+                out[i] = json.loads(redacted)
+            except ValueError:
+                out[i] = {"redacted": redacted}
+        return out
 
     def _dead_letters(self, rejected: list[Rejected], report: BatchReport) -> None:
         raws = [_raw_text(r.record.data) for r in rejected]
