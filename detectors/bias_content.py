@@ -19,8 +19,12 @@ direction (stereotype and anti-stereotype). ``LexicalAssociation`` adds the same
 level (group words of one side x trait words of either side), and ``score`` also returns the
 plain similarity to the nearest trait ("does this read like a stereotype at all").
 
-``python -m detectors.bias_content build`` re-encodes the statements with the packaged MiniLM
-and writes ``data/bias/stereotype_vectors.npz`` (float16, tagged with the statements' sha256).
+``python -m detectors.bias_content build [--backend torch|onnx-int8]`` re-encodes the statements
+with the packaged MiniLM on the given encoder backend and writes
+``data/bias/stereotype_vectors.npz`` (float16, tagged with the statements' sha256 and the
+encoder backend). The shipped vectors are built with ``torch`` (the default here) even though
+the pipeline encodes live turns with ``onnx-int8``: vectors built with int8 measured slightly
+worse on CrowS-Pairs and BBQ dev (docs/models/bias.md).
 """
 
 from __future__ import annotations
@@ -253,15 +257,25 @@ def build_vectors(encoder: Any, out: Path = VECTORS) -> int:
         axes=np.array([s.axis for s in specs]),
         traits=np.array([f"{s.axis}:{s.trait}" for s in specs]),
         digest=np.array(statements_digest()),
+        encoder=np.array(getattr(encoder, "backend", "unknown")),
     )
     return len(specs)
 
 
+def _main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    from detectors.features import BACKENDS, SentenceEncoder
+
+    ap = argparse.ArgumentParser(prog="python -m detectors.bias_content",
+                                 description="Rebuild the stereotype-content vectors.")
+    ap.add_argument("command", choices=["build"])
+    ap.add_argument("--backend", choices=BACKENDS, default="torch",
+                    help="encoder backend of the stored vectors (shipped: torch)")
+    args = ap.parse_args(argv)
+    n = build_vectors(SentenceEncoder(backend=args.backend))
+    print(f"wrote {n} trait vectors ({args.backend} encoder) to {VECTORS}")
+
+
 if __name__ == "__main__":
-    import sys
-
-    if sys.argv[1:] != ["build"]:
-        raise SystemExit("usage: python -m detectors.bias_content build")
-    from detectors.features import SentenceEncoder
-
-    print(f"wrote {build_vectors(SentenceEncoder())} trait vectors to {VECTORS}")
+    _main()

@@ -149,6 +149,34 @@ def test_shipped_vectors_match_the_statements() -> None:
     with np.load(VECTORS) as z:
         assert str(z["digest"]) == statements_digest()
         assert z["rel"].shape == z["diff"].shape and z["rel"].shape[1] == 384
+        # Built with the torch encoder (int8-built vectors measured worse; docs/models/bias.md).
+        assert str(z["encoder"]) == "torch"
+
+
+class _HashEncoder:
+    """Deterministic stand-in for the sentence encoder: one unit vector per text."""
+
+    backend = "fake"
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        rows = [np.random.default_rng(abs(hash(t)) % 2**32).normal(size=384) for t in texts]
+        return np.stack([r / np.linalg.norm(r) for r in rows])
+
+
+def test_build_vectors_tags_the_encoder_and_keeps_trait_order(tmp_path) -> None:
+    from detectors.bias_content import build_vectors, trait_specs
+
+    out = tmp_path / "v.npz"
+    enc = _HashEncoder()
+    n = build_vectors(enc, out)
+    specs = trait_specs()
+    with np.load(out) as z:
+        assert n == len(specs) == len(z["rel"])
+        assert str(z["encoder"]) == "fake" and str(z["digest"]) == statements_digest()
+        first = specs[0]
+        want = enc.encode(list(first.stereo)).mean(0) - enc.encode(list(first.swapped)).mean(0)
+        assert np.allclose(z["diff"][0], want, atol=2e-3)
+        assert np.allclose(np.linalg.norm(z["rel"].astype(np.float32), axis=1), 1, atol=2e-3)
 
 
 def test_batch_contract_and_roles(suite) -> None:
