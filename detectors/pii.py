@@ -16,6 +16,11 @@ tiny component copies lowercase forms into lemmas for presidio's context words).
 recognizers for our entities are registered. Findings scoring below ``min_score`` (0.05) are
 dropped to keep the store small; thresholds live in ``pipeline/policy/pii.json``.
 
+Results cache (``cache_size``, default 4096 texts): identical texts (stock replies, "thanks",
+a user turn analysed again for redaction) are analysed once. Keys are BLAKE2b digests of the
+text, values are entity types, offsets and scores: the cache holds no text. ``cache_size=0``
+turns it off.
+
 Redaction (``redact`` / ``redact_with``) is recall-oriented: it replaces every finding scoring
 at least ``redact_threshold`` with ``<ENTITY>`` (default 0.2, below the flagging thresholds of
 0.5: a bare digit group that looks like a phone but has no context word scores 0.2 and is
@@ -24,7 +29,10 @@ redacted, not flagged).
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,7 +55,8 @@ class PiiDetector:
 
     def __init__(self, model: str = DEFAULT_MODEL, entities: Sequence[str] = ENTITIES,
                  leak_entities: Sequence[str] = LEAK_ENTITIES, min_score: float = 0.05,
-                 redact_threshold: float = 0.2, batch_size: int = 64) -> None:
+                 redact_threshold: float = 0.2, batch_size: int = 64,
+                 cache_size: int = 4096) -> None:
         unknown = set(entities) - set(ENTITIES)
         if unknown:
             raise DetectorError(f"pii: unknown entities {sorted(unknown)}; known: {ENTITIES}")
@@ -57,6 +66,8 @@ class PiiDetector:
         self.min_score = min_score
         self.redact_threshold = redact_threshold
         self.batch_size = batch_size
+        self.cache_size = cache_size
+        self._cache: OrderedDict[tuple[bytes, float], list[Any]] = OrderedDict()
         self.version = f"1.1.0+{model}"  # 1.1: weighted leak scores
         self._batch: Any = None
         self._anonymizer: Any = None
@@ -101,9 +112,32 @@ class PiiDetector:
         """Presidio results per text (chunked, batched), scores >= ``min_score``."""
         if self._batch is None:
             raise DetectorError("pii: call load() before score()/redact()")
+        keys = [(hashlib.blake2b(_safe(t).encode(), digest_size=16).digest(), min_score)
+                for t in texts]
+        todo = {k: i for i, k in enumerate(keys) if k not in self._cache}
+        fresh = dict(zip(todo, self._analyze([texts[i] for i in todo.values()], min_score),
+                         strict=True))
+        out = [fresh[k] if k in fresh else self._cache[k] for k in keys]
+        if self.cache_size > 0:
+            for k, found in zip(keys, out, strict=True):
+                self._cache[k] = found
+                self._cache.move_to_end(k)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return [[copy.copy(r) for r in found] for found in out]
+
+    def configure_cache(self, size: int) -> None:
+        """Keep the results of at most ``size`` recent texts (0: no cache across calls)."""
+        self.cache_size = size
+        while len(self._cache) > size:
+            self._cache.popitem(last=False)
+
+    def _analyze(self, texts: Sequence[str], min_score: float) -> list[list[Any]]:
         chunks: list[tuple[int, int, str]] = []  # (text index, offset, chunk)
         for i, text in enumerate(texts):
             chunks += [(i, off, part) for off, part in _chunks(_safe(text))]
+        if not chunks:
+            return [[] for _ in texts]
         raw = self._batch.analyze_iterator(
             [c[2] for c in chunks], language="en", batch_size=self.batch_size,
             entities=list(self.entities), score_threshold=min_score, return_decision_process=True)

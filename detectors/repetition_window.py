@@ -43,11 +43,17 @@ class Phrases:
         self.stock: dict[int, dict[str, Any]] = {}
         self.oldest_block = 0
         self.first_seq = 0
+        # The JSON form of each stock entry, rebuilt only for the keys changed since the last
+        # ``to_json`` (the state is written back after every batch; most entries sit still).
+        # Entries are replaced, never mutated, so earlier snapshots stay as they were.
+        self._stock_json: dict[str, dict[str, Any]] = {}
+        self._dirty: set[int] = set()
 
     def observe(self, key: int, conv: int, seq: int) -> None:
         """Count one reply (sequence number ``seq``, conversation ``conv``) using ``key``."""
         entry = self.stock.get(key)
         if entry is not None:
+            self._dirty.add(key)
             new = conv not in entry["rc"]
             if new:
                 entry["rc"] = (entry["rc"] + [conv])[-RECENT_CONVERSATIONS:]
@@ -59,6 +65,7 @@ class Phrases:
             self._count(entry, cand[1], cand[2], 1)  # the first conversation's uses, late
             self._count(entry, seq, 1, 1)
             self.stock[key] = entry
+            self._dirty.add(key)
             self._cap_stock()
             return
         uses = cand[2] + 1 if cand is not None and cand[1] >= self.first_seq else 1
@@ -83,6 +90,7 @@ class Phrases:
                                                    max(self.stock[k]["b"], default=0)))
         for key in ranked[: len(ranked) - keep]:
             del self.stock[key]
+            self._dirty.add(key)
 
     def stats(self, key: int) -> PhraseStats:
         entry = self.stock.get(key)
@@ -96,6 +104,7 @@ class Phrases:
         if oldest_block == self.oldest_block:
             return
         self.oldest_block = oldest_block
+        self._dirty.update(self.stock)
         for key in list(self.stock):
             cells = self.stock[key]["b"]
             for b in [b for b in cells if b < oldest_block]:
@@ -114,9 +123,19 @@ class Phrases:
             "cand_conv": pack(vals[:, 0].astype(np.uint32)),
             "cand_seq": pack(vals[:, 1]),
             "cand_uses": pack(vals[:, 2].astype(np.uint32)),
-            "stock": {str(k): {"b": [[b, c[0], c[1]] for b, c in v["b"].items()], "rc": v["rc"]}
-                      for k, v in self.stock.items()},
+            "stock": self._stock_snapshot(),
         }
+
+    def _stock_snapshot(self) -> dict[str, dict[str, Any]]:
+        for key in self._dirty:
+            v = self.stock.get(key)
+            if v is None:
+                self._stock_json.pop(str(key), None)
+            else:
+                self._stock_json[str(key)] = {
+                    "b": [[b, c[0], c[1]] for b, c in v["b"].items()], "rc": list(v["rc"])}
+        self._dirty.clear()
+        return dict(self._stock_json)
 
     @classmethod
     def from_json(cls, data: dict[str, Any], max_candidates: int, max_phrases: int,
@@ -131,6 +150,7 @@ class Phrases:
         ph.cand = OrderedDict((key, [conv, seq, uses]) for key, conv, seq, uses in rows)
         ph.stock = {int(k): {"b": {int(b): [r, c] for b, r, c in v["b"]}, "rc": list(v["rc"])}
                     for k, v in data["stock"].items()}
+        ph._dirty.update(ph.stock)
         ph._cap_stock()
         return ph
 

@@ -98,8 +98,10 @@ def measure_pipeline(cfg: dict[str, Any]) -> dict[str, Any]:
         for i in range(0, len(warm), settings.batch_size):
             proc.process(warm[i : i + settings.batch_size])
         encoder = proc.suite.features.encoder
-        if encoder is not None and not cfg.get("encoder_cache", True):
-            encoder.configure_cache(0)
+        if not cfg.get("encoder_cache", True):  # every cache of seen text off
+            for part in (encoder, *proc.suite.detectors):
+                if part is not None and hasattr(part, "configure_cache"):
+                    part.configure_cache(0)
         feature_s = _time_features(proc)
         latencies: list[float] = []
         batch: list[Any] = []

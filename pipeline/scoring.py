@@ -4,6 +4,7 @@ and ``chatmon eval`` alike."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -150,6 +151,11 @@ class DetectorSuite:
         for d in self.detectors:
             d.load()
         self._loaded = True
+        # The loaded models are hundreds of thousands of long-lived objects; left in the
+        # collector's oldest generation, every full collection walks them all (pauses of
+        # 0.1-0.4 s mid-batch, the pipeline's p99). Frozen, they are never scanned again.
+        gc.collect()
+        gc.freeze()
 
     def score(self, batch: Sequence[ScoringInput]) -> SuiteResult:
         self.load()

@@ -73,3 +73,22 @@ def test_without_an_encoder_everything_runs_on_the_calling_thread() -> None:
     plain = _Det("plain", frozenset())
     DetectorSuite([plain]).score([simple_input("Sorry about that.")])
     assert plain.ran == threading.current_thread().name
+
+
+def test_loading_freezes_the_loaded_models_out_of_the_collector() -> None:
+    """After ``load()`` the objects loaded so far sit in the permanent generation, so a full
+    collection mid-batch does not walk the models (the pipeline's p99 pauses)."""
+    import gc
+
+    class _Loads(_Det):
+        def load(self) -> None:
+            self.model = [{"w": [i]} for i in range(50_000)]  # a model's worth of objects
+
+    det = _Loads("plain", frozenset())
+    gc.unfreeze()
+    DetectorSuite([det]).load()
+    try:
+        assert gc.get_freeze_count() >= 50_000
+        assert not any(o is det.model for o in gc.get_objects(2))  # frozen, not in gen 2
+    finally:
+        gc.unfreeze()

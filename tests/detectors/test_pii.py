@@ -203,3 +203,39 @@ def test_one_word_name_leak_scores_below_flagging(pii: PiiDetector) -> None:
     leak_two = [f for f in two if f.label == "pii.leak"]
     assert leak_one and not is_flagged("pii.leak", leak_one[0].score)
     assert leak_two and is_flagged("pii.leak", leak_two[0].score)
+
+
+def test_results_cache_analyses_each_text_once_and_holds_no_text(
+        pii: PiiDetector, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A repeated text is served from the results cache: same findings, no second Presidio
+    call; the cache keys are digests and its values hold no text; the size bound holds."""
+    texts = ["Call Maria Gonzalez on 415 555 0132.", "Thanks, that fixed it!"]
+    pii.configure_cache(0)
+    uncached = pii.analyze(texts, 0.2)
+    pii.configure_cache(4)
+    calls: list[int] = []
+    real = pii._analyze
+
+    def counting(batch, min_score):  # type: ignore[no-untyped-def]
+        calls.append(len(batch))
+        return real(batch, min_score)
+
+    monkeypatch.setattr(pii, "_analyze", counting)
+    first = pii.analyze(texts, 0.2)
+    again = pii.analyze([texts[1], texts[0], texts[0]], 0.2)
+    assert calls == [2, 0]
+    key = lambda rs: [(r.entity_type, r.start, r.end, r.score) for r in rs]  # noqa: E731
+    assert [key(r) for r in first] == [key(r) for r in uncached]
+    assert [key(r) for r in again] == [key(r) for r in (first[1], first[0], first[0])]
+    again[2][0].start = -1  # callers get copies: the cached results stay intact
+    assert key(pii.analyze([texts[0]], 0.2)[0]) == key(first[0])
+    pii.analyze([texts[0]], 0.5)  # another threshold is another entry
+    assert calls[-1] == 1
+    for (digest, _), found in pii._cache.items():
+        assert isinstance(digest, bytes) and b"Maria" not in digest
+        assert all("Maria" not in str(vars(r)) for r in found)
+    pii.analyze([f"Ticket {i} is closed." for i in range(6)], 0.2)
+    assert len(pii._cache) == 4
+    pii.configure_cache(0)
+    assert not pii._cache
+    pii.configure_cache(4096)

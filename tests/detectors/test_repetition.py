@@ -360,3 +360,27 @@ def test_state_from_other_sketch_options_starts_afresh(make_input: MakeInput) ->
     out = RepetitionDetector(num_perm=64).score([make_input("c3", 1, f"{SORRY} Three.", store)])
     assert labelled(out[0], "window")[0].evidence["replies"] == 2
     assert len(labelled(out[0], "stock_phrase")) == 1
+
+
+def test_incremental_state_snapshots_match_a_full_encoding(make_input: MakeInput) -> None:
+    """The stored state is re-encoded only where phrases changed: each snapshot equals the
+    state decoded and encoded afresh, and a snapshot already handed out never changes."""
+    from detectors.repetition_state import BotState
+
+    steps = _steps(90)
+    store = DictStateStore()
+    det = RepetitionDetector(min_window=5, max_phrases=12)  # small cap: phrases get dropped
+    key = state_key(make_input("c", 0, "x").turn)
+    snapshots = []
+    for i in range(0, len(steps), 10):
+        run(steps[i: i + 10], make_input, detector=det, store=store)
+        value = store.get(key)
+        snapshots.append((value, json.dumps(value, sort_keys=True)))
+        live = det._cache[(id(store), key)][1].phrases.stock
+        full = {str(k): {"b": [[b, c[0], c[1]] for b, c in v["b"].items()], "rc": v["rc"]}
+                for k, v in live.items()}
+        assert value["phrases"]["stock"] == full and full
+        fresh = BotState.from_json(det.cfg, json.loads(json.dumps(value))).to_json()
+        assert fresh["phrases"]["stock"] == full
+    for value, text in snapshots:
+        assert json.dumps(value, sort_keys=True) == text
