@@ -186,10 +186,15 @@ class OnnxSequenceClassifier:
         out = np.zeros((len(texts), len(self.id2label)), dtype=np.float32)
         return sorted_batches(texts, self.batch_size, self._run, out)
 
+    def logits(self, encoded: dict[str, Any]) -> np.ndarray:
+        """Logits for inputs the caller tokenised itself (text pairs, overflow windows)."""
+        self.load()
+        return self._sess.run(None, feed(self._sess, encoded))[0]
+
     def _run(self, batch: list[str]) -> np.ndarray:
         enc = self._tok(batch, padding=True, truncation=True, max_length=self.max_length,
                         return_tensors="np")
-        return self._sess.run(None, feed(self._sess, enc))[0]
+        return self.logits(enc)
 
 
 def sorted_batches(texts: Sequence[str], size: int, run: Callable[[list[str]], np.ndarray],

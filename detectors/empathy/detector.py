@@ -37,6 +37,7 @@ class EmpathyDetector:
         weights: str | None = None,
         batch_size: int = 32,
         max_length: int = 256,
+        runtime: str = "torch",
     ) -> None:
         if backend not in BACKENDS:
             raise DetectorError(f"empathy: unknown backend {backend!r}; use one of {BACKENDS}")
@@ -47,9 +48,11 @@ class EmpathyDetector:
         self._weights = weights
         self._batch_size = batch_size
         self._max_length = max_length
+        self._runtime = runtime
         self._model: EmpathyModel | None = None
         self._transformer: Any = None
-        self.version = "1.0.0" + ("" if backend == "offline" else "+transformers")
+        self.version = "1.0.0" + ("" if backend == "offline" else "+transformers") + (
+            "+int8" if backend == "transformers" and runtime == "onnx-int8" else "")
 
     def load(self) -> None:
         if self._model is None:
@@ -58,7 +61,7 @@ class EmpathyDetector:
             from detectors.empathy.backend import TransformersMechanisms
 
             self._transformer = TransformersMechanisms(
-                self._model_dir or "", self._batch_size, self._max_length
+                self._model_dir or "", self._batch_size, self._max_length, self._runtime
             )
             self._transformer.load()
 

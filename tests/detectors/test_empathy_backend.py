@@ -125,3 +125,23 @@ def test_vocab_mismatch_is_rejected(tmp_path) -> None:
 def test_missing_model_dir_is_rejected(tmp_path) -> None:
     with pytest.raises(DetectorError, match="config.json"):
         TransformersMechanisms(str(tmp_path)).load()
+
+
+def test_onnx_int8_runtime_agrees_with_torch(model_dir, backend, tmp_path) -> None:
+    """The same tiny model exported to int8 ONNX (cached in a temp dir): scores close to the
+    torch ones, long replies chunked and pooled the same way, and the version says int8."""
+    prompts = ["my dad died", "sad", "x"]
+    replies = ["i am so sorry . how are you ?", " ".join(["i am so sorry for your loss"] * 30),
+               "thanks"]
+    onnx = TransformersMechanisms(str(model_dir), batch_size=2, max_length=32,
+                                  runtime="onnx-int8", cache_dir=str(tmp_path))
+    onnx.load()
+    assert onnx._model is None and list(tmp_path.glob("*.int8.onnx"))
+    got, want = onnx.predict(prompts, replies), backend.predict(prompts, replies)
+    assert got.shape == want.shape == (3, 3)
+    np.testing.assert_allclose(got, want, atol=0.03)
+    det = EmpathyDetector(backend="transformers", model_dir=str(model_dir), max_length=32,
+                          runtime="onnx-int8")
+    assert det.version.endswith("+transformers+int8")
+    with pytest.raises(DetectorError, match="runtime"):
+        TransformersMechanisms(str(model_dir), runtime="tensorrt")
