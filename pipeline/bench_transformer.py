@@ -34,6 +34,13 @@ def replies(source: Path = EXAMPLES) -> list[str]:
     return [r["text"] for r in rows if r.get("role") == "assistant"]
 
 
+def sentences(texts: list[str]) -> list[str]:
+    """The sentences of ``texts`` (the shorter inputs of the length comparison)."""
+    from detectors.features import split_sentences
+
+    return [t[a:b] for t in texts for a, b in split_sentences(t)]
+
+
 def build_model(folder: Path, hidden: int = 768, layers: int = 12, heads: int = 12,
                 intermediate: int = 3072) -> Path:
     import torch
@@ -89,6 +96,13 @@ def measure(folder: Path, texts: list[str], one_by_one: int = 64, batch_size: in
     t0 = time.perf_counter()
     got = clf.predict(texts)
     onnx_s = time.perf_counter() - t0
+    # Speed depends on length: the same model on single sentences of the replies.
+    short = (sentences(texts) * 2)[: len(texts)]
+    short_lengths = [len(x) for x in tok(short, truncation=True, max_length=256)["input_ids"]]
+    t0 = time.perf_counter()
+    clf.predict(short)
+    short_s = time.perf_counter() - t0
+    flops_short = _flops(short_lengths, model.config, dense)
     flops_all = _flops(lengths, model.config, dense)
     flops_sub = _flops(lengths[: len(sub)], model.config, dense)
     params = sum(p.numel() for p in model.parameters())
@@ -104,6 +118,11 @@ def measure(folder: Path, texts: list[str], one_by_one: int = 64, batch_size: in
             "gflop_per_s_fp32_equivalent": round(flops_all / onnx_s / 1e9, 1),
             "ratio_to_fp32_ceiling": round(flops_all / onnx_s / 1e9 / FLOP_CEILING_GFLOPS, 3),
             "export_and_quantize_s": round(export_s, 1)},
+        "onnx_int8_sentences": {
+            "turns": len(short), "batch_size": batch_size,
+            "mean_tokens": round(float(np.mean(short_lengths)), 1),
+            "turns_per_s": round(len(short) / short_s, 1),
+            "gflop_per_s_fp32_equivalent": round(flops_short / short_s / 1e9, 1)},
         "speedup": round((len(texts) / onnx_s) / (len(sub) / torch_s), 1),
         "int8_vs_fp32_logit_correlation": round(float(
             np.corrcoef(got[: len(sub)].ravel(), ref.ravel())[0, 1]), 4),

@@ -95,3 +95,6 @@ def test_transformer_bench_on_a_tiny_model() -> None:
         fast["gflop_per_s_fp32_equivalent"] / 180.0, abs=0.01)
     assert out["int8_vs_fp32_logit_correlation"] > 0.8  # same model, int8 weights
     assert out["mean_tokens"] > 5  # real bert-base-uncased tokenisation of the example replies
+    short = out["onnx_int8_sentences"]
+    assert short["turns"] == 16 and 0 < short["mean_tokens"] < out["mean_tokens"]
+    assert short["turns_per_s"] > 0 and short["gflop_per_s_fp32_equivalent"] > 0
