@@ -43,6 +43,7 @@ class ToxicityDetector:
         min_score: float = 0.05,
         max_tokens: int = 256,
         batch_size: int = 32,
+        runtime: str = "torch",
     ) -> None:
         if backend not in BACKENDS:
             raise DetectorError(f"unknown toxicity backend {backend!r}; choose one of {BACKENDS}")
@@ -59,9 +60,10 @@ class ToxicityDetector:
         else:
             from detectors.toxicity_detoxify import DetoxifyBackend
 
-            self._impl = DetoxifyBackend(model_dir, variant, max_tokens, batch_size=batch_size)
+            self._impl = DetoxifyBackend(model_dir, variant, max_tokens, batch_size=batch_size,
+                                         runtime=runtime)
             self.features = frozenset()
-            self.version = f"detoxify-{variant}"
+            self.version = f"detoxify-{variant}" + ("-int8" if runtime == "onnx-int8" else "")
         self._loaded = False
 
     def load(self) -> None:

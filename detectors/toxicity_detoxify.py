@@ -18,6 +18,10 @@ Scoring never uses ``Detoxify.predict`` (float-or-list return, silent truncation
 maximum length): each turn is tokenised in full, cut into windows of ``max_tokens`` word pieces
 with an overlap, all windows of a batch are run length-sorted in padded mini-batches, and each
 label is max-pooled over a turn's windows; the evidence names the winning window.
+
+``runtime="onnx-int8"``: the loaded checkpoint is exported once to ONNX with int8 weights (cached
+under ``cache_dir``, default ``~/.cache/chatmon/onnx``, keyed by the checkpoint files) and run by
+ONNX Runtime instead of torch (``detectors.onnx_backend``); the torch weights are then dropped.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from detectors.base import DetectorError
 from detectors.toxicity_offline import LabelScore
 
 VARIANTS = ("original", "unbiased", "multilingual")
+RUNTIMES = ("torch", "onnx-int8")
 LABELS = ("toxicity", "severe_toxicity", "obscene", "threat", "insult", "identity_attack")
 # Detoxify's own renaming of the Jigsaw column names (detoxify.detoxify.load_checkpoint).
 _RENAME = {"toxic": "toxicity", "identity_hate": "identity_attack",
@@ -109,9 +114,15 @@ class DetoxifyBackend:
     """Chunked, batched, max-pooled Detoxify inference. ``load()`` once; ``score()`` per batch."""
 
     def __init__(self, model_dir: str | Path, variant: str = "original", max_tokens: int = 256,
-                 overlap: int = 32, batch_size: int = 32) -> None:
+                 overlap: int = 32, batch_size: int = 32, runtime: str = "torch",
+                 cache_dir: str | Path | None = None) -> None:
+        if runtime not in RUNTIMES:
+            raise DetectorError(f"unknown toxicity runtime {runtime!r}; choose one of {RUNTIMES}")
         self.folder = variant_dir(model_dir, variant)
         self.variant = variant
+        self.runtime = runtime
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self._sess: Any = None
         self.max_tokens = max_tokens
         self.overlap = overlap
         self.batch_size = batch_size
@@ -121,7 +132,7 @@ class DetoxifyBackend:
         self.revision = ""
 
     def load(self) -> None:
-        if self.model is not None:
+        if self.model is not None or self._sess is not None:
             return
         self.model, self.tokenizer, self.classes = load_detoxify(self.folder)
         limit = int(self.model.config.max_position_embeddings) - 2  # room for [CLS]/[SEP]
@@ -135,6 +146,23 @@ class DetoxifyBackend:
         missing = [lab for lab in LABELS if lab not in self.classes]
         if missing:
             raise DetectorError(f"{self.folder}: checkpoint lacks labels {missing}")
+        if self.runtime == "onnx-int8":
+            self._sess = self._onnx_session()
+            self.model = None  # the int8 session replaces the torch weights
+
+    def _onnx_session(self) -> Any:
+        """The checkpoint exported once to int8 ONNX (cached; keyed by the checkpoint files)."""
+        from detectors import onnx_backend as ob
+
+        h = hashlib.sha256(ob.model_key(self.folder / "hf", "detoxify").encode())
+        for f in sorted(self.folder.iterdir()):
+            if f.is_file():
+                st = f.stat()
+                h.update(f"{f.name}\x1f{st.st_size}\x1f{int(st.st_mtime)}".encode())
+        cache = self.cache_dir or ob.default_cache_dir()
+        dest = cache / f"detoxify-{self.variant}-{h.hexdigest()[:16]}.int8.onnx"
+        ob.export_local(self.model, self.tokenizer, dest, "logits")
+        return ob.session(dest)
 
     def chunks(self, text: str) -> list[tuple[list[int], tuple[int, int]]]:
         """Token-id windows covering the whole text, with each window's character span."""
@@ -151,23 +179,32 @@ class DetoxifyBackend:
         return out
 
     def _run(self, windows: list[list[int]]) -> np.ndarray:
-        import torch
-
         order = sorted(range(len(windows)), key=lambda i: len(windows[i]))
         probs = np.zeros((len(windows), len(self.classes)), dtype=np.float32)
         cls, sep = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
         pad = self.tokenizer.pad_token_id
-        with torch.inference_mode():
-            for i in range(0, len(order), self.batch_size):
-                idx = order[i : i + self.batch_size]
-                # [CLS] ids [SEP] for BERT, <s> ids </s> for (XLM-)RoBERTa: the same two ids.
-                rows = [[cls, *windows[j], sep] for j in idx]
-                width = max(len(r) for r in rows)
-                ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows])
-                mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
-                logits = self.model(input_ids=ids, attention_mask=mask).logits
-                probs[idx] = torch.sigmoid(logits).numpy()
+        for i in range(0, len(order), self.batch_size):
+            idx = order[i : i + self.batch_size]
+            # [CLS] ids [SEP] for BERT, <s> ids </s> for (XLM-)RoBERTa: the same two ids.
+            rows = [[cls, *windows[j], sep] for j in idx]
+            width = max(len(r) for r in rows)
+            ids = np.array([r + [pad] * (width - len(r)) for r in rows], dtype=np.int64)
+            mask = np.array([[1] * len(r) + [0] * (width - len(r)) for r in rows], dtype=np.int64)
+            probs[idx] = 1.0 / (1.0 + np.exp(-self._logits(ids, mask)))
         return probs
+
+    def _logits(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        if self._sess is not None:
+            from detectors.onnx_backend import feed
+
+            return self._sess.run(None, feed(self._sess, {
+                "input_ids": ids, "attention_mask": mask,
+                "token_type_ids": np.zeros_like(ids)}))[0]
+        import torch
+
+        with torch.inference_mode():
+            return self.model(input_ids=torch.from_numpy(ids),
+                              attention_mask=torch.from_numpy(mask)).logits.float().numpy()
 
     def score(self, texts: Sequence[str]) -> list[dict[str, LabelScore]]:
         self.load()

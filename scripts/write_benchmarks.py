@@ -33,7 +33,12 @@ def transformer_section(t: dict[str, Any]) -> str:
         f"{slow['turns_per_s']} | {slow['gflop_per_s']} |",
         f"| ONNX Runtime int8, length-sorted batches of {fast['batch_size']} "
         f"({fast['turns']} replies) | {fast['turns_per_s']} | "
-        f"{fast['gflop_per_s_fp32_equivalent']} |", "",
+        f"{fast['gflop_per_s_fp32_equivalent']} |",
+        *([f"| ONNX Runtime int8, single sentences of those replies (mean "
+           f"{t['onnx_int8_sentences']['mean_tokens']} tokens) | "
+           f"{t['onnx_int8_sentences']['turns_per_s']} | "
+           f"{t['onnx_int8_sentences']['gflop_per_s_fp32_equivalent']} |"]
+          if "onnx_int8_sentences" in t else []), "",
         f"- Speedup: {t['speedup']}x; ratio to the machine's fp32 ceiling "
         f"({t['flop_ceiling_gflops']:g} GFLOP/s on 2 threads): "
         f"{fast['ratio_to_fp32_ceiling']} (int8 arithmetic can exceed 1).",
@@ -42,8 +47,9 @@ def transformer_section(t: dict[str, Any]) -> str:
         f"{t['int8_vs_fp32_logit_correlation']} (accuracy on real labels needs the real "
         "fine-tuned weights; see QUALITY.md for the shared encoder's int8 change).",
         f"- One-time export + quantization: {fast['export_and_quantize_s']} s.",
-        "- Use it: `detectors.onnx_backend.OnnxSequenceClassifier(model_dir)` on a local "
-        "`AutoModelForSequenceClassification` folder.",
+        "- Use it: `runtime: onnx-int8` in the options of the empathy transformers backend "
+        "and of the Detoxify backend, or `detectors.onnx_backend.OnnxSequenceClassifier"
+        "(model_dir)` on any local `AutoModelForSequenceClassification` folder.",
     ])
 
 

@@ -156,3 +156,31 @@ def test_unknown_variant_and_backend_are_rejected(tmp_path: Path) -> None:
         ToxicityDetector(backend="detoxify", variant="tiny", model_dir=tmp_path)
     with pytest.raises(DetectorError, match="backend"):
         ToxicityDetector(backend="perspective")
+
+
+def test_onnx_int8_runtime_agrees_with_torch(model_dir: Path, tmp_path: Path) -> None:
+    """The tiny checkpoint exported to int8 ONNX (cached in a temp dir, reused on the next
+    load): the same windows, probabilities close to torch's, the torch weights dropped."""
+    from detectors.toxicity_detoxify import DetoxifyBackend
+
+    texts = ["short", "a somewhat longer reply about a refund for the order", "ok " * 300]
+    ref = DetoxifyBackend(model_dir, "original", max_tokens=64)
+    fast = DetoxifyBackend(model_dir, "original", max_tokens=64, runtime="onnx-int8",
+                           cache_dir=tmp_path)
+    fast.load()
+    assert fast.model is None and len(list(tmp_path.glob("detoxify-original-*.onnx"))) == 1
+    want, got = ref.score(texts), fast.score(texts)
+    for w, g in zip(want, got, strict=True):
+        for lab in w:
+            assert g[lab].evidence["n_chunks"] == w[lab].evidence["n_chunks"]
+            if w[lab].evidence["n_chunks"] == 1:  # near-equal windows may swap the argmax
+                assert g[lab].span == w[lab].span
+            assert g[lab].score == pytest.approx(w[lab].score, abs=0.03)
+    assert got[2]["toxicity"].evidence["n_chunks"] > 3
+    again = DetoxifyBackend(model_dir, "original", runtime="onnx-int8", cache_dir=tmp_path)
+    again.load()  # served from the cached file
+    assert len(list(tmp_path.glob("*.onnx"))) == 1
+    det = ToxicityDetector(backend="detoxify", model_dir=model_dir, runtime="onnx-int8")
+    assert det.version == "detoxify-original-int8"
+    with pytest.raises(DetectorError, match="runtime"):
+        DetoxifyBackend(model_dir, runtime="openvino")
