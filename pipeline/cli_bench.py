@@ -24,7 +24,8 @@ from pipeline.cli import Ctx, cli, pass_ctx
               help="Turns for the naive one-message-at-a-time baseline.")
 @click.option("--no-per-detector", is_flag=True, help="Skip the each-detector-alone runs.")
 @click.option("--no-uncached", is_flag=True,
-              help="Skip the extra pipeline run with the encoder's vector cache off.")
+              help="Skip the extra pipeline run with every cache of seen text off "
+                   "(encoder vectors, PII results): the cost of never-seen text.")
 @click.option("--transformer", is_flag=True,
               help="Instead: a random BERT-base classifier, PyTorch one by one vs ONNX int8 "
                    "sorted batches (production backend speed).")
