@@ -98,3 +98,14 @@ def test_transformer_bench_on_a_tiny_model() -> None:
     short = out["onnx_int8_sentences"]
     assert short["turns"] == 16 and 0 < short["mean_tokens"] < out["mean_tokens"]
     assert short["turns_per_s"] > 0 and short["gflop_per_s_fp32_equivalent"] > 0
+
+
+def test_kafka_bench_reads_stored_times_from_either_store() -> None:
+    """PostgreSQL hands back datetimes, SQLite ISO text: both give the same epoch seconds."""
+    from datetime import UTC, datetime
+
+    from pipeline.kafka.bench import _epoch
+
+    at = datetime(2026, 11, 21, 15, 30, 0, 250000, tzinfo=UTC)
+    assert _epoch(at) == _epoch(at.replace(tzinfo=None)) == _epoch("2026-11-21 15:30:00.250000")
+    assert _epoch(at) == at.timestamp()

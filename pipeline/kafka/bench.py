@@ -155,8 +155,10 @@ class Store:
 
 
 def _epoch(ts: Any) -> float:
-    from datetime import UTC
+    """Seconds since the epoch of a stored timestamp (SQLite hands back ISO text)."""
+    from datetime import UTC, datetime
 
+    ts = datetime.fromisoformat(ts) if isinstance(ts, str) else ts
     return float((ts if ts.tzinfo else ts.replace(tzinfo=UTC)).timestamp())
 
 
