@@ -12,7 +12,7 @@ _COLS = ("turns_per_s", "p50_ms", "p95_ms", "p99_ms", "peak_rss_mb")
 def _rows(result: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     rows = [("pipeline (all detectors)", result["pipeline"])]
     if "pipeline_uncached_encoder" in result:
-        rows.append(("pipeline, encoder cache off", result["pipeline_uncached_encoder"]))
+        rows.append(("pipeline, caches off (new text)", result["pipeline_uncached_encoder"]))
     rows += [(f"  {name} alone", res) for name, res in result.get("detectors", {}).items()]
     rows.append(("naive baseline", result["naive"]))
     return rows
@@ -80,7 +80,7 @@ def render_markdown(result: dict[str, Any], command: str, extra: str = "") -> st
         lines.append(f"| {label.strip()} | " + " | ".join(_cell(res, c) for c in _COLS) + " |")
     lines += ["", f"Speedup of the pipeline over the naive baseline: "
               f"**{result.get('speedup_vs_naive')}x** ({result['naive'].get('method', '')}); "
-              f"with the pipeline's encoder cache off as well: "
+              f"with the pipeline's caches of seen text off as well: "
               f"{result.get('speedup_vs_naive_encoder_cache_off')}x.",
               "", "## Targets", "", "| target | wanted | measured | met |", "|---|---|---|---|"]
     lines += [f"| {w} | {t} | {v} | {'yes' if ok else 'MISS'} |"

@@ -75,10 +75,16 @@ def test_without_an_encoder_everything_runs_on_the_calling_thread() -> None:
     assert plain.ran == threading.current_thread().name
 
 
-def test_loading_freezes_the_loaded_models_out_of_the_collector() -> None:
+def test_loading_freezes_the_models_and_puts_blas_on_one_thread() -> None:
     """After ``load()`` the objects loaded so far sit in the permanent generation, so a full
-    collection mid-batch does not walk the models (the pipeline's p99 pauses)."""
+    collection mid-batch does not walk the models (the pipeline's p99 pauses), and numpy's
+    BLAS runs on one thread (its spinning workers would steal the cores from ONNX Runtime)."""
     import gc
+
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    threadpool_limits(limits=2, user_api="blas")
+    assert any(i["num_threads"] == 2 for i in threadpool_info() if i["user_api"] == "blas")
 
     class _Loads(_Det):
         def load(self) -> None:
@@ -90,5 +96,7 @@ def test_loading_freezes_the_loaded_models_out_of_the_collector() -> None:
     try:
         assert gc.get_freeze_count() >= 50_000
         assert not any(o is det.model for o in gc.get_objects(2))  # frozen, not in gen 2
+        blas = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+        assert blas and set(blas) == {1}
     finally:
         gc.unfreeze()
