@@ -4,8 +4,9 @@ Labels (score in [0, 1] each): ``toxicity.toxicity``, ``toxicity.severe_toxicity
 ``toxicity.obscene``, ``toxicity.threat``, ``toxicity.insult``, ``toxicity.identity_attack``.
 
 Backends:
-- ``backend="offline"`` (default, no download): profanity-check per sentence plus logistic
-  regression heads on the shared MiniLM embedding (``detectors.toxicity_offline``).
+- ``backend="offline"`` (default, no download): profanity-check per sentence, hashed word and
+  character n-gram regressions, and logistic regression heads on the shared MiniLM embedding
+  stacked with them (``detectors.toxicity_offline``).
 - ``backend="detoxify"``: a Detoxify checkpoint (``variant`` original | unbiased | multilingual)
   from ``model_dir``, chunked and max-pooled (``detectors.toxicity_detoxify``).
 

@@ -10,6 +10,11 @@ Two components, stacked:
   This is what catches implicit hate with no profane word in it.
 - a short identity-slur lexicon we wrote (``data/toxicity/identity_slurs.txt``): the number of
   slurs in the turn is a third input of the heads, and the first slur's offsets are the cue.
+- hashed word (1-2) and character (2-5, within words) n-gram logistic regressions for
+  ``toxicity`` and ``identity_attack`` (``data/toxicity/lexical_ngrams.npz``, same training
+  script): their two logits are the last inputs of every head. They see the exact words the
+  sentence embedding blurs (which slur, aimed at whom) and separate hate from mere offence better;
+  the cue is the word with the largest unigram weight.
 
 ``obscene`` is the profanity-check probability itself; ``severe_toxicity`` is derived:
 toxic *and* (threat, identity attack, or an obscene insult), as a product of probabilities.
@@ -34,7 +39,11 @@ from detectors.base import DetectorError
 WEIGHTS = Path(__file__).parent / "data" / "toxicity" / "offline_heads.json"
 SLURS = WEIGHTS.parent / "identity_slurs.txt"
 IDENTITY_TERMS = WEIGHTS.parent / "identity_terms.txt"
+LEXICAL = WEIGHTS.parent / "lexical_ngrams.npz"
 HEADS = ("toxicity", "insult", "threat", "identity_attack")
+LEXICAL_HEADS = ("toxicity", "identity_attack")
+# Inputs of each head after the embedding: profanity logit, log1p(slurs), lexical logits.
+N_EXTRA = 2 + len(LEXICAL_HEADS)
 # The profanity model's own tokeniser (scikit-learn's default token pattern), for cue offsets.
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 _EMBEDDING_WORDPIECES = 256
@@ -135,14 +144,79 @@ class SlurLexicon:
         return math.log1p(count)
 
 
+def ngram_vectorizers(
+    n_features: int, word: tuple[int, int], char: tuple[int, int]
+) -> tuple[Any, Any]:
+    """The hashed word and character n-gram vectorizers (stateless; shared with training)."""
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    common = {"n_features": n_features, "alternate_sign": False, "norm": "l2"}
+    return (HashingVectorizer(analyzer="word", ngram_range=word, **common),
+            HashingVectorizer(analyzer="char_wb", ngram_range=char, **common))
+
+
+class LexicalNgrams:
+    """Hashed word + character n-gram logistic regressions (one per ``LEXICAL_HEADS``)."""
+
+    def __init__(self, path: Path = LEXICAL) -> None:
+        self._path = path
+        self._vecs: tuple[Any, Any] | None = None
+        self._w: np.ndarray | None = None  # (2 * n_features, n_lexical_heads), dense
+        self._b: np.ndarray | None = None
+        self.revision = ""
+
+    def load(self) -> None:
+        try:
+            with np.load(self._path, allow_pickle=False) as z:
+                heads = tuple(str(h) for h in z["heads"])
+                nf = int(z["n_features"])
+                word, char = tuple(int(v) for v in z["word_ngrams"]), tuple(
+                    int(v) for v in z["char_ngrams"])
+                index, coef, self._b = z["index"], z["coef"].astype(np.float32), z["intercept"]
+                self.revision = str(z["revision"])
+        except (OSError, KeyError, ValueError) as exc:
+            raise DetectorError(f"cannot read n-gram weights {self._path}: {exc}") from exc
+        if heads != LEXICAL_HEADS or coef.shape != (len(index), len(heads)):
+            raise DetectorError(f"{self._path}: bad lexical weights (heads {heads})")
+        self._vecs = ngram_vectorizers(nf, word, char)  # type: ignore[arg-type]
+        self._w = np.zeros((2 * nf, len(heads)), dtype=np.float32)
+        self._w[index] = coef
+
+    def matrix(self, texts: Sequence[str]) -> Any:
+        from scipy import sparse
+
+        assert self._vecs is not None  # load() ran
+        return sparse.hstack([v.transform(texts) for v in self._vecs], format="csr")
+
+    def logits(self, texts: Sequence[str]) -> np.ndarray:
+        """(n_texts, n_lexical_heads) logits."""
+        assert self._w is not None and self._b is not None
+        if not texts:
+            return np.zeros((0, len(LEXICAL_HEADS)))
+        return np.asarray(self.matrix(texts) @ self._w, dtype=np.float64) + self._b
+
+    def top_cue(self, text: str, head: int) -> tuple[int, int] | None:
+        """Offsets of the word whose unigram weighs most toward ``LEXICAL_HEADS[head]``."""
+        assert self._vecs is not None and self._w is not None
+        words = list(_TOKEN.finditer(text))
+        if not words:
+            return None
+        x = self._vecs[0].transform([m.group() for m in words])  # one unigram per row
+        weights = np.asarray(x.sign() @ self._w[: x.shape[1], head]).ravel()
+        k = int(np.argmax(weights))
+        return words[k].span() if weights[k] > 0 else None
+
+
 def load_heads(path: Path = WEIGHTS) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise DetectorError(f"cannot read toxicity weights {path}: {exc}") from exc
     missing = [h for h in HEADS if h not in data.get("heads", {})]
-    if missing or data.get("embedding_dim") != 384:
-        raise DetectorError(f"{path}: bad toxicity weights (missing heads {missing})")
+    if missing or data.get("embedding_dim") != 384 or any(
+            len(data["heads"][h]["coef"]) != 384 + N_EXTRA for h in HEADS):
+        raise DetectorError(f"{path}: bad toxicity weights (missing heads {missing}, or not "
+                            f"{384 + N_EXTRA} inputs per head)")
     return data
 
 
@@ -153,6 +227,7 @@ class OfflineToxicity:
         self._weights_path = weights
         self.profanity = ProfanityComponent()
         self.slurs = SlurLexicon()
+        self.lexical = LexicalNgrams()
         self._coef: np.ndarray | None = None
         self._intercept: np.ndarray | None = None
         self.revision = ""
@@ -164,6 +239,10 @@ class OfflineToxicity:
         self.revision = str(data.get("revision", "unknown"))
         self.profanity.load()
         self.slurs.load()
+        self.lexical.load()
+        if self.lexical.revision != data.get("lexical_revision"):
+            raise DetectorError(f"{LEXICAL.name} revision {self.lexical.revision!r} is not the one "
+                                f"the heads were trained with ({data.get('lexical_revision')!r})")
 
     def profanity_features(
         self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
@@ -180,15 +259,18 @@ class OfflineToxicity:
         return out
 
     def head_logits(
-        self, embeddings: np.ndarray, prof_probs: Sequence[float], slur_counts: Sequence[int]
+        self, embeddings: np.ndarray, prof_probs: Sequence[float], slur_counts: Sequence[int],
+        lexical: np.ndarray,
     ) -> np.ndarray:
-        """(n_turns, n_heads, 3) logit parts: embedding (+ intercept), profanity, slurs."""
+        """(n_turns, n_heads, 4) logit parts: embedding (+ intercept), profanity, slurs, lexical
+        n-grams (both lexical logits together)."""
         assert self._coef is not None and self._intercept is not None
         prof = np.array([_logit(p) for p in prof_probs])[:, None]
         slur = np.array([SlurLexicon.feature(c) for c in slur_counts])[:, None]
-        emb_part = embeddings @ self._coef[:, :-2].T + self._intercept
-        return np.stack([emb_part, prof * self._coef[:, -2][None, :],
-                         slur * self._coef[:, -1][None, :]], axis=-1)
+        emb_part = embeddings @ self._coef[:, :384].T + self._intercept
+        lex_part = lexical @ self._coef[:, 386:].T
+        return np.stack([emb_part, prof * self._coef[:, 384][None, :],
+                         slur * self._coef[:, 385][None, :], lex_part], axis=-1)
 
     def score(
         self,
@@ -198,7 +280,8 @@ class OfflineToxicity:
     ) -> list[dict[str, LabelScore]]:
         prof = self.profanity_features(texts, spans)
         slurs = [self.slurs.find(t) for t in texts]
-        parts = self.head_logits(embeddings, [p for p, _ in prof], [c for c, _ in slurs])
+        parts = self.head_logits(embeddings, [p for p, _ in prof], [c for c, _ in slurs],
+                                 self.lexical.logits(texts))
         probs = _sigmoid(parts.sum(axis=-1))
         out = []
         for i, text in enumerate(texts):
@@ -206,6 +289,10 @@ class OfflineToxicity:
             cues = (self.profanity.top_cue(text[sent[0] : sent[1]], sent[0]), slurs[i][1])
             out.append(self._turn_scores(text, sent, prof[i], cues, parts[i], probs[i]))
         return out
+
+    def _lexical_cue(self, text: str, head: str) -> tuple[int, int] | None:
+        k = LEXICAL_HEADS.index("identity_attack" if head == "identity_attack" else "toxicity")
+        return self.lexical.top_cue(text, k)
 
     def _turn_scores(
         self,
@@ -220,7 +307,9 @@ class OfflineToxicity:
         base = {"backend": "offline", "revision": self.revision}
         scores: dict[str, LabelScore] = {}
         for k, head in enumerate(HEADS):
-            ev, span = _explain(parts[k], cues, prof[1], len(text))
+            lex_cue = (self._lexical_cue(text, head) if int(np.argmax(parts[k])) == 3
+                       else None)  # only looked up when the n-grams drive this head
+            ev, span = _explain(parts[k], (*cues, lex_cue), prof[1], len(text))
             ev.update(base, embedding_truncated=truncated)
             scores[head] = LabelScore(float(probs[k]), span, ev)
         cue = cues[0]
@@ -231,7 +320,7 @@ class OfflineToxicity:
         return scores
 
 
-_COMPONENTS = ("embedding-lr", "profanity-check", "slur-lexicon")
+_COMPONENTS = ("embedding-lr", "profanity-check", "slur-lexicon", "lexical-ngrams")
 
 
 def _explain(

@@ -1,6 +1,12 @@
 """Trains the offline toxicity heads and measures them out-of-fold.
 
-    python -m pipeline.eval.toxicity_train --evaldata ../shared/evaldata --cache /tmp/tox
+    python -m pipeline.eval.toxicity_train --evaldata ../shared/evaldata --cache /tmp/tox [--write]
+
+Two stages. (1) Hashed word + character n-gram logistic regressions for ``toxicity`` and
+``identity_attack`` on the text (``LexicalNgrams``). (2) One logistic regression per head on
+[MiniLM embedding, profanity logit, log1p(slurs), the two lexical logits]. Stage 2 is fitted on
+*out-of-fold* lexical logits (inner 5-fold), so it learns how far to trust the n-grams on text
+they did not see; the shipped n-gram weights are then refitted on everything.
 
 Training data (all licences allow shipping trained weights; see docs/models/toxicity.md):
 Davidson et al. dev half (MIT), ToxiGen seed statements dev half (MIT), the Jigsaw sample
@@ -22,14 +28,30 @@ from typing import Any
 
 import numpy as np
 
-from detectors.features import SentenceEncoder, split_sentences
-from detectors.toxicity_offline import HEADS, WEIGHTS, OfflineToxicity, SlurLexicon
+from detectors.features import BACKENDS, SentenceEncoder, split_sentences
+from detectors.toxicity_offline import (
+    HEADS,
+    LEXICAL,
+    LEXICAL_HEADS,
+    WEIGHTS,
+    OfflineToxicity,
+    SlurLexicon,
+    ngram_vectorizers,
+)
 from pipeline.eval import toxicity_sets as ts
 
 WRITTEN = WEIGHTS.parent / "written_examples.jsonl"
 # Per-source weight multipliers: Davidson has 12k tweets, the others a few hundred rows.
 SOURCE_WEIGHT = {"davidson": 1.0, "toxigen": 20.0, "jigsaw": 2.0, "written": 8.0}
+# identity_attack (lexical and stacked): ToxiGen's implicit hate is the toxicity head's job
+# (its eval reads toxicity); here Davidson's hate-vs-offensive gets the say.
+HATE_SOURCE_WEIGHT = {**SOURCE_WEIGHT, "toxigen": 1.0}
 IGNORE = -1
+# Lexical n-grams: hashed space per analyzer, n-gram ranges, C, and the minimum number of
+# training texts a bucket must occur in to get a weight (keeps the shipped file small).
+NGRAMS = {"n_features": 2**18, "word": (1, 2), "char": (2, 5)}
+LEX_C = 16.0
+LEX_MIN_DF = 2
 
 
 @dataclass
@@ -73,23 +95,23 @@ def load_corpus(evaldata: Path) -> Corpus:
     )
 
 
-def features(corpus: Corpus, cache: Path) -> np.ndarray:
+def features(texts: list[str], cache: Path, backend: str) -> np.ndarray:
     """[MiniLM embedding, profanity logit, log1p(slurs)] per text, as the detector has them."""
     lexicon = SlurLexicon()
     lexicon.load()
-    slurs = np.array([[SlurLexicon.feature(lexicon.find(t)[0])] for t in corpus.texts])
-    return np.hstack([_cached_features(corpus, cache), slurs])
+    slurs = np.array([[SlurLexicon.feature(lexicon.find(t)[0])] for t in texts])
+    return np.hstack([_cached_features(texts, cache, backend), slurs])
 
 
-def _cached_features(corpus: Corpus, cache: Path) -> np.ndarray:
-    key = hashlib.sha256("\n".join(corpus.texts).encode()).hexdigest()[:16]
+def _cached_features(texts: list[str], cache: Path, backend: str) -> np.ndarray:
+    key = hashlib.sha256("\n".join([backend, *texts]).encode()).hexdigest()[:16]
     file = cache / f"toxicity_features_{key}.npy"
     if file.is_file():
         return np.load(file)
-    emb = SentenceEncoder().encode(corpus.texts)
+    emb = SentenceEncoder(backend=backend).encode(texts)
     model = OfflineToxicity()
     model.profanity.load()
-    prof = model.profanity_features(corpus.texts, [split_sentences(t) for t in corpus.texts])
+    prof = model.profanity_features(texts, [split_sentences(t) for t in texts])
     logits = np.array([np.log(max(p, 1e-4) / max(1 - p, 1e-4)) for p, _ in prof])
     x = np.hstack([emb, logits[:, None]])
     cache.mkdir(parents=True, exist_ok=True)
@@ -106,41 +128,123 @@ def fit_head(x: np.ndarray, y: np.ndarray, w: np.ndarray, c: float) -> tuple[np.
     return lr.coef_[0], float(lr.intercept_[0])
 
 
-def sample_weights(corpus: Corpus) -> np.ndarray:
-    return np.array([SOURCE_WEIGHT[s] for s in corpus.source])
+def sample_weights(corpus: Corpus, head: str = "toxicity") -> np.ndarray:
+    table = HATE_SOURCE_WEIGHT if head == "identity_attack" else SOURCE_WEIGHT
+    return np.array([table[s] for s in corpus.source])
 
 
-def out_of_fold(x: np.ndarray, corpus: Corpus, c: float, k: int = 5) -> dict[str, np.ndarray]:
-    """Probabilities for every text from models that never saw that text (grouped by text)."""
-    folds = np.array([int(hashlib.sha256(t.encode()).hexdigest()[:8], 16) % k
-                      for t in corpus.texts])
-    w = sample_weights(corpus)
+def ngram_matrix(texts: list[str]) -> Any:
+    from scipy import sparse
+
+    vecs = ngram_vectorizers(NGRAMS["n_features"], NGRAMS["word"], NGRAMS["char"])
+    return sparse.hstack([v.transform(texts) for v in vecs], format="csr")
+
+
+@dataclass
+class Lexical:
+    """Fitted n-gram regressions: dense (n_buckets, n_lexical_heads) weights and intercepts."""
+
+    coef: np.ndarray
+    intercept: np.ndarray
+
+    def logits(self, xs: Any) -> np.ndarray:
+        return np.asarray(xs @ self.coef) + self.intercept
+
+
+def fit_lexical(xs: Any, corpus: Corpus, rows: np.ndarray) -> Lexical:
+    """The n-gram regressions on ``rows``; buckets seen in fewer than LEX_MIN_DF texts get 0."""
+    from scipy import sparse
+    from sklearn.linear_model import LogisticRegression
+
+    sub = xs[rows]
+    seen = np.asarray((sub > 0).sum(axis=0)).ravel() >= LEX_MIN_DF
+    sub = sub @ sparse.diags(seen.astype(np.float64))
+    coefs, bs = [], []
+    for h in LEXICAL_HEADS:
+        y, w = corpus.y[h][rows], sample_weights(corpus, h)[rows]
+        keep = y != IGNORE
+        lr = LogisticRegression(C=LEX_C, solver="liblinear", max_iter=2000)
+        lr.fit(sub[keep], y[keep], sample_weight=w[keep])
+        coefs.append(lr.coef_[0] * seen)
+        bs.append(float(lr.intercept_[0]))
+    return Lexical(np.stack(coefs, axis=1), np.array(bs))
+
+
+def _folds(texts: list[str], k: int, salt: str = "") -> np.ndarray:
+    """Fold of each text by hash, so repeated texts stay in one fold."""
+    return np.array([int(hashlib.sha256((salt + t).encode()).hexdigest()[:8], 16) % k
+                     for t in texts])
+
+
+def inner_lexical(xs: Any, corpus: Corpus, rows: np.ndarray, k: int = 5) -> np.ndarray:
+    """Out-of-fold lexical logits for ``rows`` (inner folds), the inputs stage 2 trains on."""
+    folds = _folds([corpus.texts[i] for i in rows], k, salt="inner")
+    out = np.zeros((len(rows), len(LEXICAL_HEADS)))
+    for f in range(k):
+        out[folds == f] = fit_lexical(xs, corpus, rows[folds != f]).logits(xs[rows[folds == f]])
+    return out
+
+
+def fit_heads(x_rows: np.ndarray, corpus: Corpus, rows: np.ndarray, c: float
+              ) -> dict[str, tuple[np.ndarray, float]]:
+    """One LR per head on ``x_rows`` (the inputs of ``rows``, in that order)."""
+    return {h: fit_head(x_rows, corpus.y[h][rows], sample_weights(corpus, h)[rows], c)
+            for h in HEADS}
+
+
+def out_of_fold(x: np.ndarray, xs: Any | None, corpus: Corpus, c: float, k: int = 5
+                ) -> dict[str, np.ndarray]:
+    """Probabilities for every text from models that never saw that text (grouped by text).
+    ``xs`` None: without the lexical n-grams (the previous model, for comparison)."""
+    folds = _folds(corpus.texts, k)
     oof = {h: np.zeros(len(corpus.texts)) for h in HEADS}
     for f in range(k):
-        test = folds == f
-        for h in HEADS:
-            coef, b = fit_head(x[~test], corpus.y[h][~test], w[~test], c)
-            oof[h][test] = 1 / (1 + np.exp(-(x[test] @ coef + b)))
+        train, test = np.flatnonzero(folds != f), np.flatnonzero(folds == f)
+        xtr, xte = x[train], x[test]
+        if xs is not None:
+            lex_test = fit_lexical(xs, corpus, train).logits(xs[test])
+            xtr = np.hstack([xtr, inner_lexical(xs, corpus, train, k)])
+            xte = np.hstack([xte, lex_test])
+        for h, (coef, b) in fit_heads(xtr, corpus, train, c).items():
+            oof[h][test] = 1 / (1 + np.exp(-(xte @ coef + b)))
     return oof
 
 
-def write_weights(x: np.ndarray, corpus: Corpus, c: float, metrics: dict[str, object]) -> None:
-    w = sample_weights(corpus)
-    heads = {}
-    for h in HEADS:
-        coef, b = fit_head(x, corpus.y[h], w, c)
-        heads[h] = {"coef": [round(float(v), 6) for v in coef], "intercept": round(b, 6)}
-    digest = hashlib.sha256(json.dumps(heads, sort_keys=True).encode()).hexdigest()[:12]
+def fit_all(x: np.ndarray, xs: Any, corpus: Corpus, c: float
+            ) -> tuple[dict[str, tuple[np.ndarray, float]], Lexical]:
+    """The shipped model: heads on inner out-of-fold lexical logits, n-grams on everything."""
+    rows = np.arange(len(corpus.texts))
+    heads = fit_heads(np.hstack([x, inner_lexical(xs, corpus, rows)]), corpus, rows, c)
+    return heads, fit_lexical(xs, corpus, rows)
+
+
+def write_weights(heads: dict[str, tuple[np.ndarray, float]], lexical: Lexical,
+                  corpus: Corpus, c: float, backend: str, metrics: dict[str, object]) -> None:
+    used = np.flatnonzero(np.any(lexical.coef != 0, axis=1)).astype(np.int32)
+    coef16 = lexical.coef[used].astype(np.float16)
+    lex_rev = "ngram-" + hashlib.sha256(used.tobytes() + coef16.tobytes()).hexdigest()[:12]
+    np.savez_compressed(
+        LEXICAL, heads=np.array(LEXICAL_HEADS), n_features=NGRAMS["n_features"],
+        word_ngrams=np.array(NGRAMS["word"]), char_ngrams=np.array(NGRAMS["char"]),
+        index=used, coef=coef16, intercept=lexical.intercept, revision=np.array(lex_rev))
+    out = {h: {"coef": [round(float(v), 6) for v in coef], "intercept": round(b, 6)}
+           for h, (coef, b) in heads.items()}
+    digest = hashlib.sha256((json.dumps(out, sort_keys=True) + lex_rev).encode()).hexdigest()[:12]
     data = {
         "about": "Logistic-regression heads on [all-MiniLM-L6-v2 embedding (384), profanity-check "
-                 "logit, log1p(identity slurs)]; trained by pipeline/eval/toxicity_train.py. "
-                 "See docs/models/toxicity.md.",
+                 "logit, log1p(identity slurs), lexical n-gram logits (toxicity, "
+                 "identity_attack; lexical_ngrams.npz)]; trained by "
+                 "pipeline/eval/toxicity_train.py. See docs/models/toxicity.md.",
         "revision": f"lr-{digest}",
+        "lexical_revision": lex_rev,
         "embedding_dim": 384,
+        "encoder_backend": backend,
         "trained_on": {s: int((corpus.source == s).sum()) for s in SOURCE_WEIGHT},
         "C": c,
+        "lexical": {"C": LEX_C, "min_df": LEX_MIN_DF, "buckets": int(len(used)),
+                    **{k: v for k, v in NGRAMS.items()}},
         "out_of_fold": metrics,
-        "heads": heads,
+        "heads": out,
     }
     WEIGHTS.write_text(json.dumps(data, indent=1) + "\n")
 
@@ -185,21 +289,69 @@ def report(
     return {**rounded, "toxigen_groups": groups_detail}
 
 
+def benign_turns(evaldata: Path, n: int = 1500) -> list[str]:
+    """The first ``n`` assistant turns of cs-transcripts' replay sample (none toxic; never
+    trained on): the benign false-positive check."""
+    out: list[str] = []
+    with (evaldata / "cs-transcripts" / "replay_turns.jsonl").open() as f:
+        for line in f:
+            out += [t["text"] for t in json.loads(line)["turns"] if t["role"] == "assistant"]
+            if len(out) >= n:
+                break
+    return out[:n]
+
+
+def benign_rates(probs: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Share of benign turns at or above the shipped thresholds (toxicity also at 0.5-0.7)."""
+    from pipeline.policy import threshold
+
+    out: dict[str, Any] = {h: round(float(np.mean(p >= threshold(f"toxicity.{h}"))), 4)
+                           for h, p in probs.items()}
+    out["toxicity_by_cut"] = {str(t): round(float(np.mean(probs["toxicity"] >= t)), 4)
+                              for t in (0.5, 0.6, 0.7)}
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
+    from pipeline.policy import threshold
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--evaldata", type=Path, default=Path("../shared/evaldata"))
     ap.add_argument("--cache", type=Path, default=Path("/tmp/chatmon-toxicity"))
+    ap.add_argument("--encoder", choices=BACKENDS, default="onnx-int8",
+                    help="encoder backend of the embedding inputs (the pipeline's default)")
     ap.add_argument("--C", type=float, default=1.0)
-    ap.add_argument("--write", action="store_true", help="write the shipped weights file")
+    ap.add_argument("--no-lexical", action="store_true",
+                    help="out-of-fold numbers without the n-gram stage (comparison only)")
+    ap.add_argument("--write", action="store_true", help="write the shipped weights files")
     args = ap.parse_args(argv)
     corpus = load_corpus(args.evaldata)
-    x = features(corpus, args.cache)
-    oof = out_of_fold(x, corpus, args.C)
+    x = features(corpus.texts, args.cache, args.encoder)
+    xs = None if args.no_lexical else ngram_matrix(corpus.texts)
+    oof = out_of_fold(x, xs, corpus, args.C)
     np.save(args.cache / "toxicity_oof.npy", np.stack([oof[h] for h in HEADS]))
-    metrics = report(corpus, oof)
+    cut = threshold("toxicity.toxicity")
+    metrics = report(corpus, oof, cut)
+    metrics["toxigen_best_cut"] = pick_threshold(
+        corpus.y["toxicity"][corpus.source == "toxigen"],
+        oof["toxicity"][corpus.source == "toxigen"],
+        [g for g, s in zip(corpus.group, corpus.source, strict=True) if s == "toxigen"])
+    # Benign check: the model trained on everything, on turns it never saw.
+    benign = benign_turns(args.evaldata)
+    xb = features(benign, args.cache, args.encoder)
+    rows = np.arange(len(corpus.texts))
+    if xs is None:
+        heads = fit_heads(x, corpus, rows, args.C)
+    else:
+        heads, lexical = fit_all(x, xs, corpus, args.C)
+        xb = np.hstack([xb, lexical.logits(ngram_matrix(benign))])
+    probs = {h: 1 / (1 + np.exp(-(xb @ coef + b))) for h, (coef, b) in heads.items()}
+    metrics["benign_cs_transcripts"] = {"n": len(benign), **benign_rates(probs)}
     print(json.dumps(metrics, indent=1))
     if args.write:
-        write_weights(x, corpus, args.C, metrics)
+        if xs is None:
+            raise SystemExit("--write ships the model with its n-gram stage; drop --no-lexical")
+        write_weights(heads, lexical, corpus, args.C, args.encoder, metrics)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,9 @@ POSITIVES = [
     ("Immigrants are criminals and should be thrown out of the country.",
      {"toxicity", "identity_attack"}),
     ("Women are too emotional to be trusted with important decisions.", {"toxicity"}),
+    # An implicit threat with no violent verb aimed at "you": a known miss until the n-gram
+    # stage (the embedding and profanity inputs alone scored it under 0.5).
+    ("Keep complaining and you'll end up in a hospital.", {"threat"}),
 ]
 
 NEAR_MISSES = [
@@ -64,19 +67,6 @@ MULTIPLE = [
 def test_positives_fire_their_labels(suite: DetectorSuite, text: str, expected: set[str]) -> None:
     got = flagged(scores_of(suite, text))
     assert expected <= got, f"missing {expected - got}"
-
-
-# Known misses of the offline backend, kept visible: implicit threats with no violent verb aimed
-# at "you". strict xfail: the test fails once the model catches them, so this list stays true.
-KNOWN_MISSES = [
-    ("Keep complaining and you'll end up in a hospital.", "threat"),
-]
-
-
-@pytest.mark.xfail(strict=True, reason="known miss of the offline backend (model card)")
-@pytest.mark.parametrize(("text", "label"), KNOWN_MISSES)
-def test_known_misses(suite: DetectorSuite, text: str, label: str) -> None:
-    assert label in flagged(scores_of(suite, text))
 
 
 @pytest.mark.parametrize("text", NEAR_MISSES)
@@ -139,3 +129,38 @@ def test_without_shared_embedding_is_a_clear_error() -> None:
 def test_bad_options_rejected() -> None:
     with pytest.raises(DetectorError):
         ToxicityDetector(min_score=2.0)
+
+
+def test_lexical_ngrams_drive_and_point_at_their_cue(suite: DetectorSuite) -> None:
+    text = "Honestly, you are a pathetic moron."
+    result = suite.score([simple_input(text)])
+    ev = {f.label: f.evidence for f in result.findings[0]}["toxicity.insult"]
+    assert {"logit_embedding", "logit_profanity", "logit_slur", "logit_lexical"} <= set(ev)
+    from detectors.toxicity_offline import OfflineToxicity
+
+    model = OfflineToxicity()
+    model.load()
+    s, e = model.lexical.top_cue(text, 0)  # toxicity n-grams: the worst word
+    assert text[s:e].lower() in {"moron", "pathetic"}
+    logits = model.lexical.logits([text, "Your refund has been issued today."])
+    assert logits.shape == (2, 2) and logits[0, 0] > logits[1, 0]
+
+
+def test_lexical_weights_must_match_the_heads(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    from detectors.toxicity_offline import LEXICAL, LexicalNgrams, OfflineToxicity
+
+    with np.load(LEXICAL) as z:
+        data = {k: z[k] for k in z.files}
+    data["revision"] = np.array("ngram-other")
+    other = tmp_path / "lexical.npz"
+    np.savez(other, **data)
+    model = OfflineToxicity()
+    model.lexical = LexicalNgrams(other)
+    with pytest.raises(DetectorError, match="not the one"):
+        model.load()
+    data["coef"] = data["coef"][:, :1]
+    np.savez(other, **data)
+    with pytest.raises(DetectorError, match="bad lexical weights"):
+        LexicalNgrams(other).load()
