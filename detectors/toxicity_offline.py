@@ -155,6 +155,9 @@ def ngram_vectorizers(
             HashingVectorizer(analyzer="char_wb", ngram_range=char, **common))
 
 
+_MAX_CUE_WORDS = 50_000
+
+
 class LexicalNgrams:
     """Hashed word + character n-gram logistic regressions (one per ``LEXICAL_HEADS``)."""
 
@@ -164,6 +167,8 @@ class LexicalNgrams:
         self._w: np.ndarray | None = None  # (2 * n_features, n_lexical_heads), dense
         self._b: np.ndarray | None = None
         self.revision = ""
+        # lower-cased word -> its unigram's weights per head (cue look-ups repeat words a lot)
+        self._words: dict[str, np.ndarray] = {}
 
     def load(self) -> None:
         try:
@@ -201,8 +206,15 @@ class LexicalNgrams:
         words = list(_TOKEN.finditer(text))
         if not words:
             return None
-        x = self._vecs[0].transform([m.group() for m in words])  # one unigram per row
-        weights = np.asarray(x.sign() @ self._w[: x.shape[1], head]).ravel()
+        keys = [m.group().lower() for m in words]
+        new = [w for w in dict.fromkeys(keys) if w not in self._words]
+        if new:
+            if len(self._words) + len(new) > _MAX_CUE_WORDS:
+                self._words.clear()
+            x = self._vecs[0].transform(new)  # one unigram per row
+            rows = np.asarray(x.sign() @ self._w[: x.shape[1]])
+            self._words.update(zip(new, rows, strict=True))
+        weights = np.array([self._words[w][head] for w in keys])
         k = int(np.argmax(weights))
         return words[k].span() if weights[k] > 0 else None
 

@@ -164,3 +164,26 @@ def test_lexical_weights_must_match_the_heads(tmp_path) -> None:  # type: ignore
     np.savez(other, **data)
     with pytest.raises(DetectorError, match="bad lexical weights"):
         LexicalNgrams(other).load()
+
+
+def test_lexical_cue_word_cache_gives_the_same_cue() -> None:
+    """Cue look-ups keep each word's weights: a warm cache points at the same word as a cold
+    one, and it is bounded."""
+    from detectors import toxicity_offline as to
+
+    texts = ["You are a pathetic idiot and everyone knows it.",
+             "Those people are vermin, go back where you came from.",
+             "Thanks, your refund is on its way."]
+    warm, cold = to.LexicalNgrams(), to.LexicalNgrams()
+    warm.load()
+    cold.load()
+    for head in range(len(to.LEXICAL_HEADS)):
+        got = [warm.top_cue(t, head) for t in texts]
+        again = [warm.top_cue(t, head) for t in texts]
+        fresh = []
+        for t in texts:
+            cold._words.clear()
+            fresh.append(cold.top_cue(t, head))
+        assert got == again == fresh
+    assert got[0] is not None or got[1] is not None
+    assert 0 < len(warm._words) <= to._MAX_CUE_WORDS
