@@ -205,7 +205,7 @@ def _child(cfg: dict[str, Any], timeout: float) -> dict[str, Any]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def run_bench(turns: int = 5000, batch_size: int = 64, detectors: tuple[str, ...] = (),
+def run_bench(turns: int = 5000, batch_size: int = 32, detectors: tuple[str, ...] = (),
               file: Path | None = None, naive_turns: int = 500, per_detector: bool = True,
               encoder_backend: str = "onnx-int8", uncached: bool = True,
               timeout: float = 1800.0, progress: Any = None) -> dict[str, Any]:

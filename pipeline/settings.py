@@ -30,7 +30,9 @@ class Settings(BaseSettings):
     thresholds: dict[str, float] = Field(default_factory=dict)
 
     max_text_chars: int = 20_000
-    batch_size: int = 64
+    # 32: at full load on 2 cores a batch of 32 is done in about 70 ms (p99 about 110 ms) and
+    # gives more turns/s than 64 (BENCHMARKS.md).
+    batch_size: int = 32
     history_turns: int = 20
     model_dir: Path = Path("models")
     # The shared MiniLM encoder: "onnx-int8" (exported once, cached in ~/.cache/chatmon/onnx)
