@@ -160,8 +160,8 @@ class DetoxifyBackend:
                 st = f.stat()
                 h.update(f"{f.name}\x1f{st.st_size}\x1f{int(st.st_mtime)}".encode())
         cache = self.cache_dir or ob.default_cache_dir()
-        dest = cache / f"detoxify-{self.variant}-{h.hexdigest()[:16]}.int8.onnx"
-        ob.export_local(self.model, self.tokenizer, dest, "logits")
+        dest = cache / f"detoxify-{self.variant}-{h.hexdigest()[:16]}.attn.int8.onnx"
+        ob.export_local(self.model, self.tokenizer, dest, "logits", fuse_attention=True)
         return ob.session(dest)
 
     def chunks(self, text: str) -> list[tuple[list[int], tuple[int, int]]]:

@@ -49,8 +49,12 @@ def clf(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> OnnxSequen
 def test_export_is_cached_under_the_model_key(clf: OnnxSequenceClassifier,
                                               model_dir: Path) -> None:
     files = list(clf.cache_dir.glob("*.onnx"))
-    assert [f.name for f in files] == [f"seqcls-{model_key(model_dir, 'seqcls')}.int8.onnx"]
+    assert [f.name for f in files] == [f"seqcls-{model_key(model_dir, 'seqcls-attn')}.int8.onnx"]
     assert not list(clf.cache_dir.glob("*.tmp"))
+    import onnx
+
+    ops = {n.op_type for n in onnx.load(str(files[0])).graph.node}
+    assert "QAttention" in ops  # attention fused into one op per layer, and quantized
     again = OnnxSequenceClassifier(model_dir, cache_dir=clf.cache_dir, threads=1)
     again.load()  # reuses the file: no second export
     assert list(clf.cache_dir.glob("*.onnx")) == files
