@@ -8,8 +8,9 @@ Two components, stacked:
   the profanity logit, trained by ``pipeline/eval/toxicity_train.py``; weights ship as
   ``detectors/data/toxicity/offline_heads.json`` (see docs/models/toxicity.md for the data).
   This is what catches implicit hate with no profane word in it.
-- a short identity-slur lexicon we wrote (``data/toxicity/identity_slurs.txt``): the number of
-  slurs in the turn is a third input of the heads, and the first slur's offsets are the cue.
+- an identity-slur lexicon we wrote (``data/toxicity/identity_slurs.txt``), in two tiers (strong
+  slurs; ambiguous or reclaimed ones), matched through plurals, stretched letters, leetspeak and
+  masked vowels: log1p(count) per tier are inputs of the heads, the first slur's offsets the cue.
 - hashed word (1-2) and character (2-5, within words) n-gram logistic regressions for
   ``toxicity`` and ``identity_attack`` (``data/toxicity/lexical_ngrams.npz``, same training
   script): their two logits are the last inputs of every head. They see the exact words the
@@ -42,8 +43,11 @@ IDENTITY_TERMS = WEIGHTS.parent / "identity_terms.txt"
 LEXICAL = WEIGHTS.parent / "lexical_ngrams.npz"
 HEADS = ("toxicity", "insult", "threat", "identity_attack")
 LEXICAL_HEADS = ("toxicity", "identity_attack")
-# Inputs of each head after the embedding: profanity logit, log1p(slurs), lexical logits.
-N_EXTRA = 2 + len(LEXICAL_HEADS)
+SLUR_TIERS = ("strong", "ambiguous")
+# Inputs of each head after the embedding: profanity logit, log1p(slurs) per tier, lexical logits.
+N_EXTRA = 1 + len(SLUR_TIERS) + len(LEXICAL_HEADS)
+_SLUR_COLS = slice(385, 385 + len(SLUR_TIERS))
+_LEX_COLS = slice(385 + len(SLUR_TIERS), 384 + N_EXTRA)
 # The profanity model's own tokeniser (scikit-learn's default token pattern), for cue offsets.
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 _EMBEDDING_WORDPIECES = 256
@@ -121,27 +125,78 @@ class ProfanityComponent:
         return best
 
 
+# Leetspeak and masking characters each letter may be written as (vowels may also be "*").
+_LEET = {"a": "a@4*", "e": "e3*", "i": "i1!|*", "o": "o0*", "u": "u*", "s": "s$5", "l": "l1|"}
+
+
+def _slur_regex(word: str) -> str:
+    """One slur as a pattern: each letter may repeat ("faaag") or be a leet/masked character;
+    a space may be a space, "-", "_" or nothing."""
+    parts = []
+    for ch in word.lower():
+        if ch.isspace() or ch == "-":
+            parts.append(r"[\s_\-]*")
+        elif ch.isalpha():
+            parts.append(f"[{re.escape(_LEET.get(ch, ch))}]+")
+        else:
+            parts.append(re.escape(ch))
+    return "".join(parts)
+
+
+def read_slurs(path: Path) -> dict[str, list[str]]:
+    """The lexicon file: ``[tier]`` section lines, then one slur per line."""
+    tiers: dict[str, list[str]] = {t: [] for t in SLUR_TIERS}
+    tier = None
+    for line in _word_list(path):
+        if line.startswith("[") and line.endswith("]"):
+            tier = line[1:-1]
+            if tier not in tiers:
+                raise DetectorError(f"{path}: unknown slur tier {tier!r}")
+        elif tier is None:
+            raise DetectorError(f"{path}: slur {line!r} before any [tier] line")
+        else:
+            tiers[tier].append(line.lower())
+    return tiers
+
+
 class SlurLexicon:
-    """Whole-word, case-insensitive identity slurs (optional plural); count and first offsets."""
+    """Whole-word, case-insensitive identity slurs in two tiers (``SLUR_TIERS``), robust to
+    plurals, stretched letters, leetspeak and masked vowels; counts per tier and first offsets."""
 
     def __init__(self, path: Path = SLURS) -> None:
         self._path = path
         self._pattern: re.Pattern[str] | None = None
 
     def load(self) -> None:
-        words = _word_list(self._path)
-        alts = "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in sorted(words, key=len,
-                                                                              reverse=True))
-        self._pattern = re.compile(rf"\b(?:{alts})(?:s|es)?\b", re.IGNORECASE)
+        tiers = read_slurs(self._path)
+        groups = []
+        for k, tier in enumerate(SLUR_TIERS):
+            alts = "|".join(_slur_regex(w) for w in sorted(tiers[tier], key=len, reverse=True))
+            alts = alts or "(?!)"  # an empty tier matches nothing, not the empty string
+            groups.append(f"(?P<t{k}>{alts})")
+        # Not inside a longer word (letters, digits or masking characters around it).
+        self._pattern = re.compile(
+            rf"(?<![\w*@$|!])(?:{'|'.join(groups)})(?:e?[sz])?(?![\w*@$|])", re.IGNORECASE)
+
+    def find_tiers(self, text: str) -> tuple[tuple[int, ...], tuple[int, int] | None]:
+        """Slur count per tier, and the offsets of the first slur (strong tier first)."""
+        assert self._pattern is not None  # load() ran
+        counts = [0] * len(SLUR_TIERS)
+        first: list[tuple[int, int] | None] = [None] * len(SLUR_TIERS)
+        for m in self._pattern.finditer(text):
+            k = 0 if m.group("t0") is not None else 1
+            counts[k] += 1
+            first[k] = first[k] or m.span()
+        return tuple(counts), first[0] or first[1]
 
     def find(self, text: str) -> tuple[int, tuple[int, int] | None]:
-        assert self._pattern is not None  # load() ran
-        hits = [m.span() for m in self._pattern.finditer(text)]
-        return len(hits), (hits[0] if hits else None)
+        counts, span = self.find_tiers(text)
+        return sum(counts), span
 
     @staticmethod
-    def feature(count: int) -> float:
-        return math.log1p(count)
+    def features(counts: Sequence[int]) -> list[float]:
+        """The head inputs: log1p(count) per tier."""
+        return [math.log1p(c) for c in counts]
 
 
 def ngram_vectorizers(
@@ -271,18 +326,20 @@ class OfflineToxicity:
         return out
 
     def head_logits(
-        self, embeddings: np.ndarray, prof_probs: Sequence[float], slur_counts: Sequence[int],
-        lexical: np.ndarray,
+        self, embeddings: np.ndarray, prof_probs: Sequence[float],
+        slur_counts: Sequence[Sequence[int]], lexical: np.ndarray,
     ) -> np.ndarray:
-        """(n_turns, n_heads, 4) logit parts: embedding (+ intercept), profanity, slurs, lexical
-        n-grams (both lexical logits together)."""
+        """(n_turns, n_heads, 4) logit parts: embedding (+ intercept), profanity, slurs (both
+        tiers together), lexical n-grams (both lexical logits together)."""
         assert self._coef is not None and self._intercept is not None
         prof = np.array([_logit(p) for p in prof_probs])[:, None]
-        slur = np.array([SlurLexicon.feature(c) for c in slur_counts])[:, None]
+        slur = np.array([SlurLexicon.features(c) for c in slur_counts]).reshape(
+            len(slur_counts), len(SLUR_TIERS))
         emb_part = embeddings @ self._coef[:, :384].T + self._intercept
-        lex_part = lexical @ self._coef[:, 386:].T
-        return np.stack([emb_part, prof * self._coef[:, 384][None, :],
-                         slur * self._coef[:, 385][None, :], lex_part], axis=-1)
+        slur_part = slur @ self._coef[:, _SLUR_COLS].T
+        lex_part = lexical @ self._coef[:, _LEX_COLS].T
+        return np.stack([emb_part, prof * self._coef[:, 384][None, :], slur_part, lex_part],
+                        axis=-1)
 
     def score(
         self,
@@ -291,7 +348,7 @@ class OfflineToxicity:
         embeddings: np.ndarray,
     ) -> list[dict[str, LabelScore]]:
         prof = self.profanity_features(texts, spans)
-        slurs = [self.slurs.find(t) for t in texts]
+        slurs = [self.slurs.find_tiers(t) for t in texts]
         parts = self.head_logits(embeddings, [p for p, _ in prof], [c for c, _ in slurs],
                                  self.lexical.logits(texts))
         probs = _sigmoid(parts.sum(axis=-1))

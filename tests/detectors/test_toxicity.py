@@ -187,3 +187,64 @@ def test_lexical_cue_word_cache_gives_the_same_cue() -> None:
         assert got == again == fresh
     assert got[0] is not None or got[1] is not None
     assert 0 < len(warm._words) <= to._MAX_CUE_WORDS
+
+
+SLUR_VARIANTS = [  # (text, strong count, ambiguous count)
+    ("you f*ggot", 1, 0),
+    ("FAAAGGOTS everywhere", 1, 0),
+    ("go away k!kes and sp1cs", 2, 0),
+    ("the fagg0t!", 1, 0),
+    ("a camel-jockey, a cameljockey", 2, 0),
+    ("my niggaz", 0, 1),
+    ("white   trash", 0, 1),
+]
+SLUR_NEAR_MISSES = ["Niger is a country in West Africa.", "the spicy food", "a raccoon in a cocoon",
+                    "homosexual couples are welcome", "Scunthorpe", "Pakistan", "tardy",
+                    "@coon123 hi", "f a g", "he she or they"]
+
+
+@pytest.mark.parametrize(("text", "strong", "ambiguous"), SLUR_VARIANTS)
+def test_slur_lexicon_catches_spelling_variants(text: str, strong: int, ambiguous: int) -> None:
+    from detectors.toxicity_offline import SlurLexicon
+
+    lexicon = SlurLexicon()
+    lexicon.load()
+    counts, span = lexicon.find_tiers(text)
+    assert counts == (strong, ambiguous)
+    assert span is not None and span[1] > span[0] and not text[span[0]].isspace()
+
+
+def test_slur_cue_prefers_the_strong_tier() -> None:
+    from detectors.toxicity_offline import SlurLexicon
+
+    lexicon = SlurLexicon()
+    lexicon.load()
+    text = "my nigga said you are a f*gg0t"
+    counts, span = lexicon.find_tiers(text)
+    assert counts == (1, 1) and span is not None and text[span[0] : span[1]] == "f*gg0t"
+    assert lexicon.find(text) == (2, span)
+
+
+@pytest.mark.parametrize("text", SLUR_NEAR_MISSES)
+def test_slur_lexicon_leaves_near_misses_alone(text: str) -> None:
+    from detectors.toxicity_offline import SlurLexicon
+
+    lexicon = SlurLexicon()
+    lexicon.load()
+    assert lexicon.find_tiers(text) == ((0, 0), None)
+
+
+def test_slur_lexicon_file_needs_known_tiers(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from detectors.toxicity_offline import SlurLexicon
+
+    bad = tmp_path / "slurs.txt"
+    bad.write_text("# comment\nword\n")
+    with pytest.raises(DetectorError, match="before any"):
+        SlurLexicon(bad).load()
+    bad.write_text("[mild]\nword\n")
+    with pytest.raises(DetectorError, match="unknown slur tier"):
+        SlurLexicon(bad).load()
+    bad.write_text("[strong]\nzorg\n")  # no [ambiguous] words: that tier never matches
+    only = SlurLexicon(bad)
+    only.load()
+    assert only.find_tiers("a zorgs and a dog") == ((1, 0), (2, 7))
