@@ -142,6 +142,11 @@ def test_sigkill_mid_stream_loses_nothing_and_stores_nothing_twice(
                    "worker a to be mid-stream")
         a.kill()
         assert producer.poll() is None, "the kill should happen while turns are still produced"
+        # b takes over a's partitions from their committed offsets, then a comes back. (Starting
+        # a again while the group is still taking over can lose a batch on tansu: a known issue
+        # in the README's Kafka section, not covered here.)
+        wait_until(lambda: len(_turn_partitions(b, names.turns)) == PARTITIONS, 120,
+                   "b to take over every partition")
         workers(env, "a-restarted")
         assert producer.wait(120) == 0
     finally:
