@@ -69,32 +69,32 @@ class TransformersMechanisms:
         if not (self.model_dir / "config.json").is_file():
             raise DetectorError(f"empathy model_dir {self.model_dir} has no config.json")
         try:
-            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+            from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
         except ImportError as exc:
             raise DetectorError(
                 "empathy transformers backend needs: pip install 'chatmon[nlp]'"
             ) from exc
         tok = AutoTokenizer.from_pretrained(self.model_dir, local_files_only=True)
-        model = AutoModelForSequenceClassification.from_pretrained(
-            self.model_dir, local_files_only=True
-        )
+        cfg = AutoConfig.from_pretrained(self.model_dir, local_files_only=True)
         if not getattr(tok, "is_fast", False):
             raise DetectorError("empathy backend needs a fast tokenizer (tokenizer.json) to chunk")
-        if len(tok) < MIN_VOCAB or len(tok) > model.config.vocab_size:
+        if len(tok) < MIN_VOCAB or len(tok) > cfg.vocab_size:
             raise DetectorError(
-                f"tokenizer has {len(tok)} tokens but the model expects {model.config.vocab_size}"
+                f"tokenizer has {len(tok)} tokens but the model expects {cfg.vocab_size}"
             )
-        self._cols = mechanism_columns(model.config.id2label)
-        model.eval()
-        self._tok, self._model = tok, model
-        if self.runtime == "onnx-int8":
+        self._cols = mechanism_columns(cfg.id2label)
+        self._tok = tok
+        if self.runtime == "onnx-int8":  # the int8 session instead of the torch weights
             from detectors.onnx_backend import OnnxSequenceClassifier
 
             self._onnx = OnnxSequenceClassifier(self.model_dir, cache_dir=self.cache_dir,
                                                 batch_size=self.batch_size,
                                                 max_length=self.max_length)
             self._onnx.load()
-            self._model = None  # the int8 session replaces the torch weights
+            return
+        self._model = AutoModelForSequenceClassification.from_pretrained(
+            self.model_dir, local_files_only=True
+        ).eval()
 
     def _chunks(self, prompts: Sequence[str], replies: Sequence[str],
                 tensors: str = "pt") -> Any:
