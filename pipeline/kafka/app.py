@@ -20,6 +20,7 @@ import faust
 
 from pipeline import __version__
 from pipeline.context import MemoryContextStore
+from pipeline.kafka import offsets
 from pipeline.kafka.agents import Stage
 from pipeline.kafka.lag import WorkerStats
 from pipeline.kafka.phrases import assistant_turn_ids, stored_phrases
@@ -103,7 +104,7 @@ def make_app(opts: WorkerOptions, procs: Processors, stats: WorkerStats) -> faus
     heartbeat = max(0.5, min(3.0, opts.session_timeout_s / 4))
     datadir = opts.datadir / opts.group / str(opts.web_port)
     datadir.mkdir(parents=True, exist_ok=True)
-    app = faust.App(
+    app = offsets.App(
         opts.group, broker=f"kafka://{opts.bootstrap}", store="memory://",
         autodiscover=False, web_enabled=True, web_port=opts.web_port, web_host=opts.web_host,
         datadir=str(datadir),

@@ -48,6 +48,11 @@ def _turn_partitions(worker: Worker, topic: str) -> set[str]:
     return {p for p in parts if p.rsplit(":", 1)[0] == topic}
 
 
+def _all_stored(url: str, turns: int) -> bool:
+    counts = db_counts(url)
+    return counts["turns"] >= turns and counts["window_turns"] >= turns // 2
+
+
 def _balanced(a: Worker, b: Worker, topic: str) -> bool:
     pa, pb = _turn_partitions(a, topic), _turn_partitions(b, topic)
     return bool(pa) and bool(pb) and not pa & pb and len(pa | pb) == PARTITIONS
@@ -142,18 +147,15 @@ def test_sigkill_mid_stream_loses_nothing_and_stores_nothing_twice(
                    "worker a to be mid-stream")
         a.kill()
         assert producer.poll() is None, "the kill should happen while turns are still produced"
-        # b takes over a's partitions from their committed offsets, then a comes back. (Starting
-        # a again while the group is still taking over can lose a batch on tansu: a known issue
-        # in the README's Kafka section, not covered here.)
-        wait_until(lambda: len(_turn_partitions(b, names.turns)) == PARTITIONS, 120,
-                   "b to take over every partition")
+        # a comes back at once, while b is still taking over its partitions: two rebalances in
+        # quick succession, the case where faust alone skipped events (pipeline/kafka/offsets.py)
         workers(env, "a-restarted")
         assert producer.wait(120) == 0
     finally:
         if producer.poll() is None:
             producer.kill()
     # after a SIGKILL the group needs a few rebalances on tansu; slow under load, so wait long
-    wait_until(lambda: db_counts(postgres_url)["window_turns"] >= 600, 300, "all results")
+    wait_until(lambda: _all_stored(postgres_url, 1200), 300, "all results")
     counts = db_counts(postgres_url)
     assert counts["turns"] == counts["distinct_turns"] == 1200
     assert counts["windows"] == counts["window_turns"] == 600

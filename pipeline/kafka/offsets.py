@@ -1,0 +1,190 @@
+"""At-least-once offsets for the faust worker: a consumer that never commits past a turn it did
+not process.
+
+faust-streaming's consumer can lose events around a rebalance (found with the SIGKILL test on
+tansu; faust-streaming issues #596 and #606 describe the same family):
+
+1. A newly assigned partition starts fetching before the consumer seeks it to its committed
+   offset; the seek then rewinds the read position, but records prefetched beyond what was
+   delivered keep arriving. faust sees the read offset jump (60 -> 121, say) and records the
+   offsets in between as a *gap*, as if they did not exist (meant for compacted topics and
+   transaction markers). Gaps count as acknowledged, so the commit walks over events that were
+   cleared from the agents' queues at the rebalance and never processed.
+2. The commit guard lets exactly one unacknowledged offset at the head through
+   (``min(acked) - committed > 1``), so a single dropped event is committed over.
+3. With no committed offset yet, ``seek_to_committed`` does not move a partition the consumer
+   already held, so events cleared from the queues at a rebalance are never fetched again.
+
+Our topics (``turns``, ``phrases``) are neither compacted nor transactional, so their offsets are
+contiguous and a jump always means skipped events. ``ContiguousConsumer`` therefore tracks the
+next offset it expects per partition and, when a fetch jumps ahead, drops the rest of that
+partition's fetched records and seeks back to the expected offset; it withholds commits while
+the head offset is unacknowledged; and it seeks partitions without a committed offset to the
+start of the log. Events are re-read, never skipped: writes are idempotent, so a re-read costs
+time, not correctness. Topics whose events are not acknowledged (table changelogs, which may be
+compacted) keep faust's behaviour.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import faust
+from faust.transport.drivers import aiokafka as faust_aiokafka
+from faust.types import TP, Message
+
+log = logging.getLogger(__name__)
+
+
+class ContiguousConsumer(faust_aiokafka.Consumer):
+    """faust's aiokafka consumer with the fixes in the module docstring."""
+
+    # How long the head offset of a partition may stay unacknowledged while later offsets are
+    # acknowledged before the partition is read again from its committed offset. Each stage
+    # acknowledges its batches in order, so this happens only to an event lost in transit.
+    stall_s = 5.0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._expected: dict[TP, int] = {}  # next offset to deliver, per acknowledged partition
+        self._floor: dict[TP, int] = {}  # where to start committing when nothing is committed
+        self._stalled: dict[TP, float] = {}  # since when the head offset has been missing
+        self.rewinds = 0
+        super().__init__(*args, **kwargs)
+
+    def _contiguous(self, tp: TP) -> bool:
+        return bool(self.app.topics.acks_enabled_for(tp.topic))
+
+    async def seek_to_committed(self) -> Any:
+        """faust sets its read offsets from this result without yielding to the fetch loop in
+        between, so the expected offsets are set here, in the same step."""
+        committed = await super().seek_to_committed()
+        for tp, offset in committed.items():
+            if self._contiguous(tp):
+                if offset:
+                    self._expected[tp] = offset
+                else:
+                    self._expected.pop(tp, None)
+        return committed
+
+    async def perform_seek(self) -> None:
+        """Seek to the committed offsets (faust), then to the log start where none exists."""
+        await super().perform_seek()
+        uncommitted = [tp for tp in self.assignment()
+                       if self._contiguous(tp) and not self._committed_offset.get(tp)]
+        starts = dict(await self.earliest_offsets(*uncommitted)) if uncommitted else {}
+        for tp in uncommitted:
+            start = int(starts.get(tp) or 0)
+            self._floor[tp] = start
+            await self.seek(tp, start)
+
+    async def seek(self, partition: TP, offset: int) -> None:
+        await super().seek(partition, offset)
+        if self._contiguous(partition):
+            self._expected[partition] = offset
+
+    async def on_partitions_revoked(self, revoked: set[TP]) -> None:
+        for tp in revoked:
+            self._expected.pop(tp, None)
+            self._floor.pop(tp, None)
+        await super().on_partitions_revoked(revoked)
+
+    async def getmany(self, timeout: float) -> AsyncIterator[tuple[TP, Message]]:
+        """faust's fetch loop, minus any record that would skip offsets of our topics: the
+        partition is sought back to the first offset not yet delivered instead. faust reads its
+        read offset right after this yields, so the check sees the same value."""
+        rewound: set[TP] = set()
+        async for tp, message in super().getmany(timeout):
+            if tp in rewound:
+                continue
+            if not self._contiguous(tp):
+                yield tp, message
+                continue
+            offset = message.offset
+            expected = self._expected.get(tp)
+            read = self._read_offset.get(tp)  # faust: the last offset read, or the seek target
+            if ((expected is not None and offset > expected)
+                    or (read is not None and offset > read + 1)):
+                # the first offset not delivered; faust's read offset lower than that means
+                # it was reset by a seek in between, so start from there
+                target = expected if expected is not None else read
+                assert target is not None
+                if read is not None and read < target - 1:
+                    target = read
+                rewound.add(tp)
+                self.rewinds += 1
+                log.warning("%s[%d]: fetched offset %d while %d is next; seeking back so "
+                            "nothing is skipped", tp.topic, tp.partition, offset, target)
+                await self.seek(tp, target)
+                continue
+            if read is None or offset >= read:  # faust delivers it (it drops older offsets)
+                self._expected[tp] = offset + 1
+            yield tp, message
+
+    def ack(self, message: Message) -> bool:
+        """Count an event as done only in the generation that fetched it. faust acknowledges
+        events it skips as stale after a rebalance; those were not processed, and the partition
+        is read again from its committed offset anyway."""
+        if (self._contiguous(message.tp)
+                and message.generation_id != self.app.consumer_generation_id):
+            message.acked = True
+            self._unacked_messages.discard(message)
+            return False
+        return super().ack(message)  # type: ignore[no-any-return]
+
+    def _missing_head(self, tp: TP) -> int | None:
+        """The committed offset when it is unacknowledged while later offsets are."""
+        acked = self._acked.get(tp)
+        if acked and self._contiguous(tp):
+            head = self._committed_offset.get(tp) or self._floor.get(tp)
+            if head is not None and min(acked) > head:
+                return int(head)
+        return None
+
+    def _new_offset(self, tp: TP) -> int | None:
+        """Commit only a run of acknowledged offsets that starts at the committed offset."""
+        if self._missing_head(tp) is not None:
+            return None
+        return super()._new_offset(tp)  # type: ignore[no-any-return]
+
+    async def commit(self, *args: Any, **kwargs: Any) -> bool:
+        if self.flow_active:
+            await self._reread_stalled(time.monotonic())
+        return await super().commit(*args, **kwargs)  # type: ignore[no-any-return]
+
+    async def _reread_stalled(self, now: float) -> None:
+        """Read a partition again from its committed offset when that event has been missing
+        for ``stall_s`` while later ones were processed: it was lost between fetch and stage."""
+        for tp in list(self._acked):
+            head = self._missing_head(tp)
+            if head is None:
+                self._stalled.pop(tp, None)
+                continue
+            since = self._stalled.setdefault(tp, now)
+            if now - since >= self.stall_s and tp in self.assignment():
+                del self._stalled[tp]
+                self.rewinds += 1
+                log.warning("%s[%d]: offset %d was never processed while later ones were; "
+                            "reading again from it", tp.topic, tp.partition, head)
+                await self.seek(tp, head)
+
+    async def _add_gap(self, tp: TP, offset_from: int, offset_to: int) -> None:
+        if self._contiguous(tp):
+            # getmany seeks back before a jump reaches here; never mark real events as absent
+            log.error("%s[%d]: offsets %d-%d were skipped; not treating them as a gap",
+                      tp.topic, tp.partition, offset_from, offset_to - 1)
+            return
+        await super()._add_gap(tp, offset_from, offset_to)
+
+
+class ContiguousTransport(faust_aiokafka.Transport):
+    Consumer = ContiguousConsumer
+
+
+class App(faust.App):
+    """faust.App whose consumer is ``ContiguousConsumer``."""
+
+    def _new_transport(self) -> Any:
+        return ContiguousTransport(self.conf.broker_consumer, self)
