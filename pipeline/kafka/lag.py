@@ -46,6 +46,7 @@ class WorkerStats:
     ready: bool = False
     sink_down_since: float | None = None
     sink_retries: int = 0
+    offset_rereads: int = 0  # the consumer sought back so as not to skip events (offsets.py)
     records: dict[str, int] = field(default_factory=dict)
     batches: dict[str, int] = field(default_factory=dict)
     last_done: dict[tuple[str, int], int] = field(default_factory=dict)
@@ -117,4 +118,5 @@ class WorkerStats:
             "sink_down_for_s": round(time.time() - self.sink_down_since, 1)
             if self.sink_down_since is not None else None,
             "sink_retries": self.sink_retries,
+            "offset_rereads": self.offset_rereads,
         }
