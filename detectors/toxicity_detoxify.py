@@ -21,7 +21,8 @@ label is max-pooled over a turn's windows; the evidence names the winning window
 
 ``runtime="onnx-int8"``: the loaded checkpoint is exported once to ONNX with int8 weights (cached
 under ``cache_dir``, default ``~/.cache/chatmon/onnx``, keyed by the checkpoint files) and run by
-ONNX Runtime instead of torch (``detectors.onnx_backend``); the torch weights are then dropped.
+ONNX Runtime instead of torch (``detectors.onnx_backend``). Only the first load builds the torch
+model (to export it); later loads read the tokenizer and the cached file, not the weights.
 """
 
 from __future__ import annotations
@@ -80,12 +81,8 @@ def read_checkpoint(folder: Path) -> dict[str, Any]:
         return torch.load(ckpt, map_location="cpu", weights_only=False)
 
 
-def load_detoxify(folder: Path) -> tuple[Any, Any, list[str]]:
-    """(model, tokenizer, class names) through Detoxify's own construction code, offline."""
-    try:
-        from detoxify.detoxify import get_model_and_tokenizer
-    except ImportError as exc:
-        raise DetectorError("the detoxify backend needs: pip install 'chatmon[models]'") from exc
+def _checkpoint_args(folder: Path) -> tuple[dict[str, Any], list[str], Any]:
+    """(Detoxify's constructor args, class names, the checkpoint dict)."""
     hf = folder / "hf"
     if not (hf / "config.json").is_file():
         raise DetectorError(f"no config.json in {hf}; run `chatmon models fetch`")
@@ -99,6 +96,31 @@ def load_detoxify(folder: Path) -> tuple[Any, Any, list[str]]:
     if configured and len(configured) != len(classes):
         raise DetectorError(f"{hf}/config.json has {len(configured)} labels, checkpoint "
                             f"{len(classes)}")
+    return args, classes, loaded
+
+
+def load_tokenizer(folder: Path, tokenizer_name: str) -> Any:
+    """The tokenizer class Detoxify names, from the local ``hf`` folder only."""
+    import transformers
+
+    tokenizer = getattr(transformers, tokenizer_name).from_pretrained(
+        str(folder / "hf"), local_files_only=True)
+    vocab = json.loads((folder / "hf" / "config.json").read_text()).get("vocab_size")
+    if vocab is not None and len(tokenizer) != int(vocab):
+        raise DetectorError(f"tokenizer in {folder / 'hf'} has {len(tokenizer)} tokens, model "
+                            f"{vocab}")
+    return tokenizer
+
+
+def load_detoxify(folder: Path) -> tuple[Any, Any, list[str], str]:
+    """(model, tokenizer, class names, tokenizer class name) through Detoxify's own
+    construction code, offline."""
+    try:
+        from detoxify.detoxify import get_model_and_tokenizer
+    except ImportError as exc:
+        raise DetectorError("the detoxify backend needs: pip install 'chatmon[models]'") from exc
+    args, classes, loaded = _checkpoint_args(folder)
+    hf = folder / "hf"
     args["model_type"] = str(hf)
     model, tokenizer = get_model_and_tokenizer(
         **args, state_dict=loaded["state_dict"], huggingface_config_path=str(hf)
@@ -107,7 +129,7 @@ def load_detoxify(folder: Path) -> tuple[Any, Any, list[str]]:
         raise DetectorError(f"tokenizer in {hf} has {len(tokenizer)} tokens, model "
                             f"{model.config.vocab_size}")
     model.eval()
-    return model, tokenizer, classes
+    return model, tokenizer, classes, str(args["tokenizer_name"])
 
 
 class DetoxifyBackend:
@@ -134,9 +156,13 @@ class DetoxifyBackend:
     def load(self) -> None:
         if self.model is not None or self._sess is not None:
             return
-        self.model, self.tokenizer, self.classes = load_detoxify(self.folder)
-        limit = int(self.model.config.max_position_embeddings) - 2  # room for [CLS]/[SEP]
-        if getattr(self.model.config, "model_type", "") in ("roberta", "xlm-roberta"):
+        if self.runtime == "onnx-int8":
+            self._load_onnx()
+        else:
+            self.model, self.tokenizer, self.classes, _ = load_detoxify(self.folder)
+        config = json.loads((self.folder / "hf" / "config.json").read_text())
+        limit = int(config.get("max_position_embeddings", 512)) - 2  # room for [CLS]/[SEP]
+        if config.get("model_type", "") in ("roberta", "xlm-roberta"):
             limit -= 2  # RoBERTa position ids start after the padding index
         self.max_tokens = max(8, min(self.max_tokens, limit))
         self.overlap = min(self.overlap, self.max_tokens // 4)
@@ -146,12 +172,9 @@ class DetoxifyBackend:
         missing = [lab for lab in LABELS if lab not in self.classes]
         if missing:
             raise DetectorError(f"{self.folder}: checkpoint lacks labels {missing}")
-        if self.runtime == "onnx-int8":
-            self._sess = self._onnx_session()
-            self.model = None  # the int8 session replaces the torch weights
 
-    def _onnx_session(self) -> Any:
-        """The checkpoint exported once to int8 ONNX (cached; keyed by the checkpoint files)."""
+    def onnx_path(self) -> Path:
+        """Where the int8 export of this checkpoint is cached (keyed by the checkpoint files)."""
         from detectors import onnx_backend as ob
 
         h = hashlib.sha256(ob.model_key(self.folder / "hf", "detoxify").encode())
@@ -160,9 +183,27 @@ class DetoxifyBackend:
                 st = f.stat()
                 h.update(f"{f.name}\x1f{st.st_size}\x1f{int(st.st_mtime)}".encode())
         cache = self.cache_dir or ob.default_cache_dir()
-        dest = cache / f"detoxify-{self.variant}-{h.hexdigest()[:16]}.attn.int8.onnx"
-        ob.export_local(self.model, self.tokenizer, dest, "logits", fuse_attention=True)
-        return ob.session(dest)
+        return cache / f"detoxify-{self.variant}-{h.hexdigest()[:16]}.attn.int8.onnx"
+
+    def _load_onnx(self) -> None:
+        """The checkpoint exported once to int8 ONNX. The first load builds the torch model to
+        export it and writes the class names and tokenizer class beside the file; later loads
+        read those and the tokenizer only, never the torch weights."""
+        from detectors import onnx_backend as ob
+
+        dest = self.onnx_path()
+        sidecar = dest.with_name(dest.name + ".json")
+        if dest.is_file() and sidecar.is_file():
+            meta = json.loads(sidecar.read_text())
+            self.classes = [str(c) for c in meta["classes"]]
+            self.tokenizer = load_tokenizer(self.folder, str(meta["tokenizer"]))
+        else:
+            model, self.tokenizer, self.classes, tokenizer_name = load_detoxify(self.folder)
+            ob.export_local(model, self.tokenizer, dest, "logits", fuse_attention=True)
+            tmp = sidecar.with_name(sidecar.name + ".tmp")
+            tmp.write_text(json.dumps({"classes": self.classes, "tokenizer": tokenizer_name}))
+            tmp.replace(sidecar)
+        self._sess = ob.session(dest)
 
     def chunks(self, text: str) -> list[tuple[list[int], tuple[int, int]]]:
         """Token-id windows covering the whole text, with each window's character span."""

@@ -158,9 +158,11 @@ def test_unknown_variant_and_backend_are_rejected(tmp_path: Path) -> None:
         ToxicityDetector(backend="perspective")
 
 
-def test_onnx_int8_runtime_agrees_with_torch(model_dir: Path, tmp_path: Path) -> None:
+def test_onnx_int8_runtime_agrees_with_torch(model_dir: Path, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """The tiny checkpoint exported to int8 ONNX (cached in a temp dir, reused on the next
-    load): the same windows, probabilities close to torch's, the torch weights dropped."""
+    load without building the torch model): the same windows, probabilities close to torch's,
+    the torch weights dropped."""
     from detectors.toxicity_detoxify import DetoxifyBackend
 
     texts = ["short", "a somewhat longer reply about a refund for the order", "ok " * 300]
@@ -177,9 +179,18 @@ def test_onnx_int8_runtime_agrees_with_torch(model_dir: Path, tmp_path: Path) ->
                 assert g[lab].span == w[lab].span
             assert g[lab].score == pytest.approx(w[lab].score, abs=0.03)
     assert got[2]["toxicity"].evidence["n_chunks"] > 3
-    again = DetoxifyBackend(model_dir, "original", runtime="onnx-int8", cache_dir=tmp_path)
-    again.load()  # served from the cached file
-    assert len(list(tmp_path.glob("*.onnx"))) == 1
+    import detectors.toxicity_detoxify as td
+
+    def no_torch_model(folder: Path) -> None:
+        raise AssertionError("a cached int8 load must not build the torch model")
+
+    monkeypatch.setattr(td, "load_detoxify", no_torch_model)
+    again = DetoxifyBackend(model_dir, "original", max_tokens=64, runtime="onnx-int8",
+                            cache_dir=tmp_path)
+    again.load()  # served from the cached file and its sidecar
+    assert len(list(tmp_path.glob("*.onnx"))) == 1 and again.classes == fast.classes
+    assert [g["toxicity"].score for g in again.score(texts)] == pytest.approx(
+        [g["toxicity"].score for g in got], abs=1e-6)
     det = ToxicityDetector(backend="detoxify", model_dir=model_dir, runtime="onnx-int8")
     assert det.version == "detoxify-original-int8"
     with pytest.raises(DetectorError, match="runtime"):
