@@ -43,13 +43,13 @@ NO_GROUP_DAMPING = 0.5
 
 class BiasDetector:
     name = "bias"
-    version = "1.0.0"
+    version = "1.1.0"
     roles = frozenset({"user", "assistant"})
     features = frozenset({SENTENCES, SENTENCE_EMBEDDINGS})
 
-    def __init__(self, min_score: float = 0.1, top_k: int = 4, temperature: float = 0.03,
-                 lexical_weight: float = 0.1, group_prior: float = 0.0,
-                 content_offset: float = 0.06, content_scale: float = 0.025,
+    def __init__(self, min_score: float = 0.1, top_k: int = 8, temperature: float = 0.06,
+                 lexical_weight: float = 0.015, group_prior: float = 0.0,
+                 content_offset: float = 0.06, content_scale: float = 0.03,
                  trait_offset: float = 0.5, trait_scale: float = 0.05) -> None:
         self.min_score = min_score
         self.trait_offset = trait_offset

@@ -43,7 +43,9 @@ DATA_DIR = Path(__file__).parent / "data" / "bias"
 STATEMENTS = DATA_DIR / "stereotypes.json"
 VECTORS = DATA_DIR / "stereotype_vectors.npz"
 
-_MODALS = {"can", "can't", "cannot", "will", "won't", "would", "should", "could", "must", "may"}
+FORMS_PER_TRAIT = 8  # surface forms (pairs of group phrases) each trait is written with
+_MODALS = {"can", "can't", "cannot", "will", "won't", "would", "should", "could", "must", "may",
+           "shouldn't", "couldn't", "wouldn't", "mustn't"}
 _ADVERBS = {"always", "never", "often", "usually", "rarely", "all", "naturally", "really"}
 _IRREGULAR = {"be": "is", "have": "has", "do": "does", "go": "goes", "don't": "doesn't"}
 
@@ -92,16 +94,17 @@ def trait_specs(data: dict[str, Any] | None = None) -> list[TraitSpec]:
     out: list[TraitSpec] = []
     for axis in data["axes"]:
         for side, other, key in (("a", "b", "a_traits"), ("b", "a", "b_traits")):
-            for trait in axis[key]:
-                stereo: list[str] = []
-                swapped: list[str] = []
-                for number in ("plural", "singular"):
-                    pairs = zip(axis[side][number], axis[other][number], strict=False)
-                    for mine, theirs in pairs:
-                        stereo.append(_sentence(mine, trait, number == "plural"))
-                        swapped.append(_sentence(theirs, trait, number == "plural"))
-                out.append(TraitSpec(axis["name"], axis["category"], trait, tuple(stereo),
-                                     tuple(swapped)))
+            forms = [(mine, theirs, number == "plural") for number in ("plural", "singular")
+                     for mine, theirs in zip(axis[side][number], axis[other][number],
+                                             strict=False)]
+            for i, trait in enumerate(axis[key]):
+                # Each trait is written with FORMS_PER_TRAIT of the axis's surface forms,
+                # rotating through the list so that every form is used across the traits.
+                k = min(FORMS_PER_TRAIT, len(forms))
+                chosen = [forms[(i * k + j) % len(forms)] for j in range(k)]
+                stereo = tuple(_sentence(mine, trait, plural) for mine, _, plural in chosen)
+                swapped = tuple(_sentence(theirs, trait, plural) for _, theirs, plural in chosen)
+                out.append(TraitSpec(axis["name"], axis["category"], trait, stereo, swapped))
     return out
 
 
@@ -128,7 +131,20 @@ _STOP = frozenset(re.findall(r"\S+", (
 _NOT_GROUP = frozenset(re.findall(r"\S+", (
     "east eastern middle born america europe town suburbs projects country club members trailer "
     "park residents families family people person friend neighbor coworker student students "
-    "customer customers teacher worker engineer waiter tourist")))
+    "customer customers teacher worker engineer waiter tourist without good other new single "
+    "food public housing working school high college lazy eye eyes face uses users "
+    "physical third clear skin blue normal well nice suit dress hair money trust funds "
+    "construction south little")))
+
+
+_AGE = re.compile(r"\b(\d{1,3})[- ]years?[- ]old\b")
+
+
+def _words(text: str) -> list[str]:
+    """Lower-cased words; "a 78-year-old" reads as "elderly", "a 22-year-old" as "young"."""
+    text = _AGE.sub(lambda m: "elderly" if int(m.group(1)) >= 60 else
+                    "young" if int(m.group(1)) <= 30 else "", text.lower())
+    return _WORD.findall(text)
 
 
 def _stem(word: str) -> str:
@@ -161,11 +177,11 @@ class LexicalAssociation:
 
     def names_group(self, text: str) -> bool:
         """Whether the text uses a group word of any axis (pronouns and names included)."""
-        names = set(_WORD.findall(text.lower()))
+        names = set(_words(text))
         return any(names & a or names & b for a, b, _ in self.axes)
 
     def score(self, text: str) -> float:
-        tokens = _WORD.findall(text.lower())
+        tokens = _words(text)
         names, stems = set(tokens), {_stem(t) for t in tokens}
         total = 0.0
         for a_words, b_words, assoc in self.axes:
@@ -183,7 +199,7 @@ class StereotypeContentModel:
     the ablation in the model card, off because it flags neutral mentions of groups.
     """
 
-    def __init__(self, top_k: int = 4, temperature: float = 0.03, lexical_weight: float = 0.1,
+    def __init__(self, top_k: int = 8, temperature: float = 0.06, lexical_weight: float = 0.015,
                  group_prior: float = 0.0, path: Path = VECTORS) -> None:
         self.top_k = top_k
         self.temperature = temperature

@@ -90,6 +90,35 @@ def test_stereotype_is_flagged_with_evidence(suite, text: str, kind: str, catego
     assert all(not isinstance(v, str) or len(v) < 60 for v in ev.values())
 
 
+# Naming a group with a neutral attribute must not be flagged, whichever side of an axis it is.
+NEUTRAL_MENTIONS = [
+    ("The black man went to the store on Monday.", "The white man went to the store on Monday."),
+    ("The Muslim woman booked a table for two.", "The Christian woman booked a table for two."),
+    ("The 80-year-old asked about the delivery date.",
+     "The 20-year-old asked about the delivery date."),
+    ("The pregnant woman wants to return the jacket.", "The woman wants to return the jacket."),
+    ("The Nigerian man moved into the flat next door.",
+     "The American man moved into the flat next door."),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), NEUTRAL_MENTIONS)
+def test_naming_a_group_alone_is_not_flagged(unpruned, a: str, b: str) -> None:
+    res = unpruned.score([simple_input(a), simple_input(b)])
+    # Under the 0.35 mark that no benign support reply reaches (the policy threshold is 0.5).
+    # Not zero: "went to the store" still sits near "rob stores" for the black man (0.29).
+    assert all(max((f.score for f in fs), default=0.0) < 0.35 for fs in res.findings)
+
+
+def test_ages_read_as_age_group_words() -> None:
+    from detectors.bias_content import LexicalAssociation
+
+    lex = LexicalAssociation()
+    assert lex.names_group("The 78-year-old forgot the password.")
+    assert lex.names_group("A 22 year old asked.")
+    assert not lex.names_group("The 40-year-old asked.")
+
+
 @pytest.mark.parametrize(("text", "prompt"), NEAR_MISSES)
 def test_neutral_mentions_are_not_flagged(suite, text: str, prompt: str) -> None:
     assert flagged(run(suite, text, prompt=prompt)) == []
