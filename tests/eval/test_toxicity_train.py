@@ -43,3 +43,14 @@ def test_inner_lexical_logits_come_from_models_that_did_not_see_the_row() -> Non
     assert inner.shape == full.shape
     # In-sample logits are more extreme than out-of-fold ones on the training rows.
     assert np.mean(np.abs(full[:, 0])) > np.mean(np.abs(inner[:, 0]))
+
+
+def test_davidson_hate_weighs_more_in_the_identity_attack_head_only() -> None:
+    y = np.array([1, 0, 1, 1])
+    c = tt.Corpus(["a", "b", "c", "d"], np.array(["davidson", "davidson", "toxigen", "written"]),
+                  {h: y for h in tt.HEADS}, [""] * 4, {})
+    head = tt.sample_weights(c, "identity_attack", "head")
+    lexical = tt.sample_weights(c, "identity_attack")
+    assert head[0] == tt.HATE_POSITIVE_WEIGHT * lexical[0] > lexical[0]
+    assert list(head[1:]) == list(lexical[1:])  # offensive/neither, other sources: unchanged
+    assert list(tt.sample_weights(c, "toxicity", "head")) == list(tt.sample_weights(c, "toxicity"))
