@@ -10,8 +10,9 @@ tansu; faust-streaming issues #596 and #606 describe the same family):
    offsets in between as a *gap*, as if they did not exist (meant for compacted topics and
    transaction markers). Gaps count as acknowledged, so the commit walks over events that were
    cleared from the agents' queues at the rebalance and never processed.
-2. The commit guard lets exactly one unacknowledged offset at the head through
-   (``min(acked) - committed > 1``), so a single dropped event is committed over.
+2. The first event after a rebalance, on a partition the worker kept, can pass the fetch loop
+   and never reach the agent; the commit guard lets exactly one unacknowledged offset at the
+   head through (``min(acked) - committed > 1``), so it is committed over.
 3. With no committed offset yet, ``seek_to_committed`` does not move a partition the consumer
    already held, so events cleared from the queues at a rebalance are never fetched again.
 
@@ -19,10 +20,12 @@ Our topics (``turns``, ``phrases``) are neither compacted nor transactional, so 
 contiguous and a jump always means skipped events. ``ContiguousConsumer`` therefore tracks the
 next offset it expects per partition and, when a fetch jumps ahead, drops the rest of that
 partition's fetched records and seeks back to the expected offset; it withholds commits while
-the head offset is unacknowledged; and it seeks partitions without a committed offset to the
-start of the log. Events are re-read, never skipped: writes are idempotent, so a re-read costs
-time, not correctness. Topics whose events are not acknowledged (table changelogs, which may be
-compacted) keep faust's behaviour.
+the head offset is unacknowledged, and reads the partition again from that offset when it is
+still missing ``stall_s`` after later ones were processed; it does not count acknowledgements
+of events fetched in an earlier generation (faust acknowledges the stale events it skips); and
+it seeks partitions without a committed offset to the start of the log. Events are re-read,
+never skipped: writes are idempotent, so a re-read costs time, not correctness. Topics whose
+events are not acknowledged (table changelogs, which may be compacted) keep faust's behaviour.
 """
 
 from __future__ import annotations
@@ -89,6 +92,7 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
         for tp in revoked:
             self._expected.pop(tp, None)
             self._floor.pop(tp, None)
+            self._stalled.pop(tp, None)
         await super().on_partitions_revoked(revoked)
 
     async def getmany(self, timeout: float) -> AsyncIterator[tuple[TP, Message]]:
