@@ -92,7 +92,7 @@ def test_a_fetch_that_skips_offsets_is_sought_back(
 
     assert asyncio.run(drain()) == [5, 6]
     assert consumer.seeks == [(TURNS, 7)]  # type: ignore[attr-defined]
-    assert consumer._read_offset[TURNS] == 7 and consumer.rewinds == 1
+    assert consumer._read_offset[TURNS] == 7 and consumer.rereads == 1
 
 
 def test_a_head_offset_missing_for_the_stall_time_is_read_again(

@@ -185,7 +185,7 @@ def _observability(app: faust.App, stats: WorkerStats, topics: set[str]) -> None
         known = getattr(consumer, "_committed_offset", {})
         committed = {(tp.topic, tp.partition): known.get(tp) for tp in tps}
         lag = stats.update_lag(highwaters, committed)
-        stats.offset_rereads = getattr(consumer, "rewinds", 0)
+        stats.offset_rereads = getattr(consumer, "rereads", 0)
         gauges = get_metrics()
         for key, behind in lag.by_partition.items():
             topic, partition = key.rsplit(":", 1)

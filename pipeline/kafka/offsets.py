@@ -54,7 +54,7 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
         self._expected: dict[TP, int] = {}  # next offset to deliver, per acknowledged partition
         self._floor: dict[TP, int] = {}  # where to start committing when nothing is committed
         self._stalled: dict[TP, float] = {}  # since when the head offset has been missing
-        self.rewinds = 0
+        self.rereads = 0  # seek-backs and stall re-reads (/health offset_rereads)
         super().__init__(*args, **kwargs)
 
     def _contiguous(self, tp: TP) -> bool:
@@ -118,7 +118,7 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
                 if read is not None and read < target - 1:
                     target = read
                 rewound.add(tp)
-                self.rewinds += 1
+                self.rereads += 1
                 log.warning("%s[%d]: fetched offset %d while %d is next; seeking back so "
                             "nothing is skipped", tp.topic, tp.partition, offset, target)
                 await self.seek(tp, target)
@@ -169,7 +169,7 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
             since = self._stalled.setdefault(tp, now)
             if now - since >= self.stall_s and tp in self.assignment():
                 del self._stalled[tp]
-                self.rewinds += 1
+                self.rereads += 1
                 log.warning("%s[%d]: offset %d was never processed while later ones were; "
                             "reading again from it", tp.topic, tp.partition, head)
                 await self.seek(tp, head)
