@@ -106,10 +106,15 @@ def load_tokenizer(folder: Path, tokenizer_name: str) -> Any:
     tokenizer = getattr(transformers, tokenizer_name).from_pretrained(
         str(folder / "hf"), local_files_only=True)
     vocab = json.loads((folder / "hf" / "config.json").read_text()).get("vocab_size")
-    if vocab is not None and len(tokenizer) != int(vocab):
-        raise DetectorError(f"tokenizer in {folder / 'hf'} has {len(tokenizer)} tokens, model "
-                            f"{vocab}")
+    if vocab is not None:
+        _check_vocabulary(tokenizer, int(vocab), folder / "hf")
     return tokenizer
+
+
+def _check_vocabulary(tokenizer: Any, vocab_size: int, hf: Path) -> None:
+    """Offline, a hub name can silently yield a tiny tokenizer: its size must match the model."""
+    if len(tokenizer) != vocab_size:
+        raise DetectorError(f"tokenizer in {hf} has {len(tokenizer)} tokens, model {vocab_size}")
 
 
 def load_detoxify(folder: Path) -> tuple[Any, Any, list[str], str]:
@@ -125,9 +130,7 @@ def load_detoxify(folder: Path) -> tuple[Any, Any, list[str], str]:
     model, tokenizer = get_model_and_tokenizer(
         **args, state_dict=loaded["state_dict"], huggingface_config_path=str(hf)
     )
-    if len(tokenizer) != model.config.vocab_size:
-        raise DetectorError(f"tokenizer in {hf} has {len(tokenizer)} tokens, model "
-                            f"{model.config.vocab_size}")
+    _check_vocabulary(tokenizer, int(model.config.vocab_size), hf)
     model.eval()
     return model, tokenizer, classes, str(args["tokenizer_name"])
 
