@@ -51,9 +51,11 @@ def model_key(model_dir: str | Path, kind: str) -> str:
     return h.hexdigest()[:16]
 
 
-def _atomic(path: Path, write: Callable[[Path], None]) -> Path:
+def atomic_write(path: Path, write: Callable[[Path], object]) -> Path:
+    """``write`` a temporary file beside ``path``, then move it into place (never half-written,
+    also with several workers exporting at once)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".onnx.tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=path.suffix + ".tmp")
     os.close(fd)
     try:
         write(Path(tmp))
@@ -96,7 +98,7 @@ def export_and_quantize(module: Any, sample: dict[str, Any], output_names: Seque
                              op_types_to_quantize=list(op_types),
                              extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
 
-        return _atomic(dest, quantize)
+        return atomic_write(dest, quantize)
 
 
 def session(path: Path, threads: int | None = None) -> Any:

@@ -203,9 +203,8 @@ class DetoxifyBackend:
         else:
             model, self.tokenizer, self.classes, tokenizer_name = load_detoxify(self.folder)
             ob.export_local(model, self.tokenizer, dest, "logits", fuse_attention=True)
-            tmp = sidecar.with_name(sidecar.name + ".tmp")
-            tmp.write_text(json.dumps({"classes": self.classes, "tokenizer": tokenizer_name}))
-            tmp.replace(sidecar)
+            meta = json.dumps({"classes": self.classes, "tokenizer": tokenizer_name})
+            ob.atomic_write(sidecar, lambda tmp: tmp.write_text(meta))
         self._sess = ob.session(dest)
 
     def chunks(self, text: str) -> list[tuple[list[int], tuple[int, int]]]:
