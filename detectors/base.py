@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -122,7 +123,10 @@ class Detector(Protocol):
     """Three phases: cheap constructor, ``load()`` once per worker, ``score()`` on batches.
 
     ``score`` returns exactly one list of findings per input, in input order. ``roles`` names the
-    roles the detector scores; the pipeline passes it only turns of those roles.
+    roles the detector scores; the pipeline passes it only turns of those roles. A detector may
+    also set ``languages``: the primary language subtags (``"en"``) its models read; the
+    pipeline then passes it only turns in those languages (see ``speaks``). Without it, or with
+    None, it gets every turn whatever the language.
     """
 
     name: str
@@ -132,6 +136,22 @@ class Detector(Protocol):
     def load(self) -> None: ...
 
     def score(self, batch: Sequence[ScoringInput]) -> list[list[Finding]]: ...
+
+
+def primary_language(tag: str | None) -> str | None:
+    """The primary subtag of a BCP 47 language tag, lower-cased: ``"en-GB"`` -> ``"en"``,
+    ``"pt_BR"`` -> ``"pt"``; None for a missing or blank tag."""
+    if tag is None or not tag.strip():
+        return None
+    return re.split(r"[-_]", tag.strip(), maxsplit=1)[0].lower()
+
+
+def speaks(detector: object, lang: str | None) -> bool:
+    """Whether ``detector`` reads turns in language ``lang`` (a BCP 47 tag, or None: unknown,
+    which every detector accepts)."""
+    languages = getattr(detector, "languages", None)
+    primary = primary_language(lang)
+    return languages is None or primary is None or primary in languages
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,7 @@ class BiasDetector:
     name = "bias"
     version = "1.1.0"
     roles = frozenset({"user", "assistant"})
+    languages = frozenset({"en"})  # English patterns, lexicons and training sentences
     features = frozenset({SENTENCES, SENTENCE_EMBEDDINGS})
 
     def __init__(self, min_score: float = 0.1, top_k: int = 8, temperature: float = 0.06,

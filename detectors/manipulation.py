@@ -85,6 +85,7 @@ class ManipulationDetector:
 
     name = "manipulation"
     roles = frozenset({"assistant"})
+    languages = frozenset({"en"})  # English patterns, lexicons and training sentences
 
     def __init__(self, use_model: bool = True, model_path: str | None = None,
                  model_weight: float = 0.8) -> None:

@@ -30,6 +30,9 @@ from detectors.toxicity_offline import LabelScore, OfflineToxicity
 
 LABELS = ("toxicity", "severe_toxicity", "obscene", "threat", "insult", "identity_attack")
 BACKENDS = ("offline", "detoxify")
+# What each model reads: the offline model was trained on English only, Detoxify's `original`
+# and `unbiased` on English Jigsaw data, `multilingual` on these seven languages.
+MULTILINGUAL = frozenset({"en", "fr", "es", "it", "pt", "tr", "ru"})
 
 
 class ToxicityDetector:
@@ -58,12 +61,14 @@ class ToxicityDetector:
             self._impl = OfflineToxicity()
             self.features = frozenset({EMBEDDING, SENTENCES})
             self.version = "offline-1"
+            self.languages = frozenset({"en"})
         else:
             from detectors.toxicity_detoxify import DetoxifyBackend
 
             self._impl = DetoxifyBackend(model_dir, variant, max_tokens, batch_size=batch_size,
                                          runtime=runtime)
             self.features = frozenset()
+            self.languages = MULTILINGUAL if variant == "multilingual" else frozenset({"en"})
             self.version = f"detoxify-{variant}" + ("-int8" if runtime == "onnx-int8" else "")
         self._loaded = False
 

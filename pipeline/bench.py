@@ -166,9 +166,7 @@ def measure_naive(cfg: dict[str, Any]) -> dict[str, Any]:
     encoder = SentenceEncoder(backend="torch", cache_size=0)
     per_detector = []
     for det in suite.detectors:
-        names = frozenset(getattr(det, "features", frozenset()))
-        needed = {role: names for role in getattr(det, "feature_roles", det.roles)}
-        per_detector.append((det, FeatureExtractor(needed, encoder)))
+        per_detector.append((det, FeatureExtractor([det], encoder)))
     contexts, state = MemoryContextStore(20), DictStateStore()
     lines = Path(cfg["corpus"]).read_text().splitlines()[: cfg["naive_turns"]]
     warm = Path(cfg["warmup"]).read_text().splitlines()[:32]

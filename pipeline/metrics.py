@@ -62,10 +62,11 @@ SINK_ERRORS = "chatmon_sink_errors_total"
 BATCH_SECONDS = "chatmon_batch_seconds"
 CONSUMER_LAG = "chatmon_consumer_lag"
 LABEL_VALUES_CAPPED = "chatmon_label_values_capped_total"
+NOT_SCORED_LANGUAGE = "chatmon_turns_not_scored_language_total"
 
 ALL_METRICS = (EVENTS_RECEIVED, EVENTS_PROCESSED, TURNS_PROCESSED, FINDINGS, FLAGGED_TURNS,
                EMPATHY_SCORE, DETECTOR_SECONDS, DETECTOR_ERRORS, DEAD_LETTERS, SINK_ERRORS,
-               BATCH_SECONDS, CONSUMER_LAG, LABEL_VALUES_CAPPED)
+               BATCH_SECONDS, CONSUMER_LAG, LABEL_VALUES_CAPPED, NOT_SCORED_LANGUAGE)
 
 EMPATHY_LABEL = "empathy.score"
 MAX_LABEL_VALUES = 200
@@ -139,6 +140,9 @@ class PipelineMetrics:
                                     ["detector"], buckets=LATENCY_BUCKETS, registry=r)
         self.detector_errors_c = Counter(_name(DETECTOR_ERRORS), "Turns a detector failed on.",
                                          ["detector"], registry=r)
+        self.not_scored_language_c = Counter(
+            _name(NOT_SCORED_LANGUAGE), "Turns a detector skipped because it does not read "
+            "their language.", ["detector"], registry=r)
         self.dead_letters_c = Counter(_name(DEAD_LETTERS), "Events dead-lettered, by reason.",
                                       ["reason"], registry=r)
         self.sink_errors_c = Counter(_name(SINK_ERRORS), "Batches the store could not write.",
@@ -196,6 +200,8 @@ class PipelineMetrics:
             self.detector_h.labels(detector=det).observe(seconds)
         for det, n in report.detector_errors.items():
             self.detector_errors_c.labels(detector=det).inc(n)
+        for det, n in report.language_skipped.items():
+            self.not_scored_language_c.labels(detector=det).inc(n)
         for reason, n in report.dead_letters.items():
             self.dead_letters_c.labels(reason=reason).inc(n)
         for lst in self.listeners:

@@ -11,7 +11,7 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -40,6 +40,7 @@ class BatchReport:
     dead_letters: Counter[str] = field(default_factory=Counter)
     detector_seconds: dict[str, float] = field(default_factory=dict)
     detector_errors: Counter[str] = field(default_factory=Counter)
+    language_skipped: Counter[str] = field(default_factory=Counter)
     turn_rows: list[dict[str, Any]] = field(default_factory=list)
     finding_rows: list[dict[str, Any]] = field(default_factory=list)
     dead_letter_rows: list[dict[str, Any]] = field(default_factory=list)
@@ -47,7 +48,7 @@ class BatchReport:
     def merge(self, other: BatchReport) -> None:
         for name in ("records", "turns_stored", "duplicates_skipped", "assistant_turns_scored"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        for name in ("findings", "flagged", "dead_letters", "detector_errors"):
+        for name in ("findings", "flagged", "dead_letters", "detector_errors", "language_skipped"):
             getattr(self, name).update(getattr(other, name))
         for k, v in other.detector_seconds.items():
             self.detector_seconds[k] = self.detector_seconds.get(k, 0.0) + v
@@ -82,12 +83,14 @@ class Processor:
         fresh = self._fresh(records, rejected, report)
         inputs = []
         for acc in fresh:
-            ctx = Context(history=self.contexts.history(acc.turn.conversation_id), state=self.state)
-            inputs.append(ScoringInput(acc.turn, ctx))
+            history = self.contexts.history(acc.turn.conversation_id)
+            ctx = Context(history=history, state=self.state)
+            inputs.append(ScoringInput(self._with_language(acc.turn, history), ctx))
             self.contexts.append(acc.turn)
         result = self.suite.score(inputs) if inputs else None
         if result is not None:
             report.detector_seconds = result.seconds
+            report.language_skipped.update(result.language_skipped)
             failed: dict[tuple[str, int], list[tuple[str, str]]] = {}
             for failure in result.failures:
                 report.detector_errors[failure.detector] += len(failure.keys)
@@ -101,6 +104,15 @@ class Processor:
         if self.on_batch is not None:
             self.on_batch(report)
         return report
+
+    def _with_language(self, turn: Turn, history: Sequence[Turn]) -> Turn:
+        """The turn as detectors see it: without a ``lang`` of its own it is in the language
+        of its conversation's latest turn that had one, else in ``settings.default_lang``.
+        (The stored turn keeps the ``lang`` it came with.)"""
+        if turn.lang:
+            return turn
+        lang = next((t.lang for t in reversed(history) if t.lang), self.settings.default_lang)
+        return replace(turn, lang=lang) if lang else turn
 
     def _fresh(self, records: Sequence[RawRecord], rejected: list[Rejected],
                report: BatchReport) -> list[Accepted]:

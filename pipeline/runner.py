@@ -57,6 +57,7 @@ class RunSummary:
             "dead_lettered": sum(r.dead_letters.values()),
             "dead_letter_reasons": dict(sorted(r.dead_letters.items())),
             "detector_errors": dict(r.detector_errors),
+            "not_scored_language": dict(sorted(r.language_skipped.items())),
             "seconds": round(self.seconds, 3),
             "turns_per_s": round(r.records / self.seconds, 1) if self.seconds > 0 else None,
             "database": self.database,

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from detectors import registry
-from detectors.base import Context, Detector, Finding, ScoringInput
+from detectors.base import Context, Detector, Finding, ScoringInput, speaks
 from detectors.features import (
     BACKENDS,
     EMBEDDING,
@@ -42,29 +42,41 @@ class SuiteResult:
     findings: list[list[Finding]]
     failures: list[DetectorFailure] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    # Turns of a detector's roles it was not given because it does not read their language.
+    language_skipped: dict[str, int] = field(default_factory=dict)
 
 
 class FeatureExtractor:
     """Computes the shared features the loaded detectors asked for, once per batch, and only
-    for the turns whose role some detector needing them scores (``needed`` maps role to names).
-    A detector may narrow the roles it needs features for with ``feature_roles``."""
+    for the turns some detector needing them scores: one of its roles (a detector may narrow
+    the roles it needs features for with ``feature_roles``) and one of its languages."""
 
-    def __init__(self, needed: Mapping[str, frozenset[str]],
-                 encoder: SentenceEncoder | None = None,
+    def __init__(self, detectors: Sequence[Detector], encoder: SentenceEncoder | None = None,
                  encoder_backend: str | None = None) -> None:
-        self.needed = dict(needed)
+        # (roles, feature names, detector) per detector that needs any feature
+        self.needs = [
+            (frozenset(getattr(d, "feature_roles", d.roles)), names, d)
+            for d in detectors if (names := frozenset(getattr(d, "features", frozenset())))
+        ]
         vector_features = {EMBEDDING, SENTENCE_EMBEDDINGS, PROMPT_EMBEDDING}
-        needs_vectors = any(names & vector_features for names in self.needed.values())
+        needs_vectors = any(names & vector_features for _, names, _ in self.needs)
         self.encoder = (encoder or shared_encoder(encoder_backend)) if needs_vectors else None
 
     def load(self) -> None:
         if self.encoder is not None:
             self.encoder.load()
 
+    def _wanted(self, item: ScoringInput) -> frozenset[str]:
+        out: frozenset[str] = frozenset()
+        for roles, names, det in self.needs:
+            if item.turn.role in roles and speaks(det, item.turn.lang):
+                out |= names
+        return out
+
     def add(self, batch: Sequence[ScoringInput]) -> list[ScoringInput]:
-        if not any(self.needed.values()):
+        if not self.needs:
             return list(batch)
-        wanted = [self.needed.get(item.turn.role, frozenset()) for item in batch]
+        wanted = [self._wanted(item) for item in batch]
         feats: list[dict[str, Any]] = [dict(item.context.features) for item in batch]
         spans = [split_sentences(item.turn.text) if w else ()
                  for item, w in zip(batch, wanted, strict=True)]
@@ -122,12 +134,7 @@ class DetectorSuite:
     def __init__(self, detectors: Sequence[Detector], encoder: SentenceEncoder | None = None,
                  encoder_backend: str | None = None):
         self.detectors = list(detectors)
-        needed: dict[str, frozenset[str]] = {}
-        for d in self.detectors:
-            names = frozenset(getattr(d, "features", frozenset()))
-            for role in getattr(d, "feature_roles", d.roles):
-                needed[role] = needed.get(role, frozenset()) | names
-        self.features = FeatureExtractor(needed, encoder, encoder_backend)
+        self.features = FeatureExtractor(self.detectors, encoder, encoder_backend)
         self._loaded = False
         self._pool: ThreadPoolExecutor | None = None
 
@@ -177,7 +184,9 @@ class DetectorSuite:
             featured = self.features.add(batch)
             outs.update({k: _score_one(d, featured) for k, d in enumerate(self.detectors)})
         for k, det in enumerate(self.detectors):
-            idx, out, failure, seconds = outs[k]
+            idx, out, failure, seconds, skipped = outs[k]
+            if skipped:
+                result.language_skipped[det.name] = skipped
             if not idx:
                 continue
             result.seconds[det.name] = result.seconds.get(det.name, 0.0) + seconds
@@ -190,15 +199,18 @@ class DetectorSuite:
         return result
 
 
-# (indexes scored, their findings, error text or None, seconds)
-_Outcome = tuple[list[int], list[list[Finding]], str | None, float]
+# (indexes scored, their findings, error text or None, seconds, turns skipped for language)
+_Outcome = tuple[list[int], list[list[Finding]], str | None, float, int]
 
 
 def _score_one(det: Detector, batch: Sequence[ScoringInput]) -> _Outcome:
-    """One detector on the turns of its roles, with shape check and failure isolation."""
-    idx = [i for i, item in enumerate(batch) if item.turn.role in det.roles]
+    """One detector on the turns of its roles and languages, with shape check and failure
+    isolation."""
+    mine = [i for i, item in enumerate(batch) if item.turn.role in det.roles]
+    idx = [i for i in mine if speaks(det, batch[i].turn.lang)]
+    skipped = len(mine) - len(idx)
     if not idx:
-        return idx, [], None, 0.0
+        return idx, [], None, 0.0, skipped
     sub = [batch[i] for i in idx]
     t0 = time.perf_counter()
     try:
@@ -211,8 +223,9 @@ def _score_one(det: Detector, batch: Sequence[ScoringInput]) -> _Outcome:
     except Exception as exc:  # isolate: this detector's batch fails, the others go on
         log.warning("detector %s failed on a batch of %d: %s", det.name, len(sub),
                     type(exc).__name__)
-        return idx, [], f"{type(exc).__name__}: {exc}"[:500], time.perf_counter() - t0
-    return idx, out, None, time.perf_counter() - t0
+        return (idx, [], f"{type(exc).__name__}: {exc}"[:500], time.perf_counter() - t0,
+                skipped)
+    return idx, out, None, time.perf_counter() - t0, skipped
 
 
 def score_texts(

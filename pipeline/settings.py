@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     # gives more turns/s than 64 (BENCHMARKS.md).
     batch_size: int = 32
     history_turns: int = 20
+    # The language of turns that carry no `lang` (nor does their conversation): detectors whose
+    # models read only other languages skip them. None: unknown, every detector scores them.
+    default_lang: str | None = "en"
     model_dir: Path = Path("models")
     # The shared MiniLM encoder: "onnx-int8" (exported once, cached in ~/.cache/chatmon/onnx)
     # or "torch" (the reference; see BENCHMARKS.md / QUALITY.md for speed and accuracy).

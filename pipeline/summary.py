@@ -32,6 +32,9 @@ def render_summary(s: dict[str, Any]) -> str:
         lines.append(f"    {reason:<36} {n:>6}")
     if s["detector_errors"]:
         lines.append(f"detector errors: {s['detector_errors']}")
+    if s.get("not_scored_language"):
+        skipped = ", ".join(f"{det} {n}" for det, n in s["not_scored_language"].items())
+        lines.append(f"turns not scored, language not read by the detector: {skipped}")
     lines += [
         "",
         f"results are in {s['database']}",

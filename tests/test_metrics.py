@@ -87,6 +87,10 @@ CASES = [
       ("chatmon_detector_errors_total", (("detector", "toxicity"),)): 1,
       ("chatmon_detector_batch_seconds_count", (("detector", "pii"),)): 1,
       ("chatmon_detector_batch_seconds_bucket", (("detector", "pii"), ("le", "0.25"))): 1}),
+    ("turns a detector skipped for their language",
+     BatchReport(records=2, language_skipped=Counter({"toxicity": 2, "empathy": 1})),
+     {("chatmon_turns_not_scored_language_total", (("detector", "toxicity"),)): 2,
+      ("chatmon_turns_not_scored_language_total", (("detector", "empathy"),)): 1}),
 ]
 
 

@@ -28,6 +28,7 @@ BACKENDS = ("offline", "transformers")
 class EmpathyDetector:
     name = "empathy"
     roles = frozenset({"assistant"})
+    languages = frozenset({"en"})  # English patterns, lexicons and training sentences
     features = frozenset({SENTENCES, SENTENCE_EMBEDDINGS, EMBEDDING, PROMPT_EMBEDDING})
 
     def __init__(
