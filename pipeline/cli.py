@@ -159,10 +159,16 @@ def eval_cmd(obj: Ctx, bench: str, path: Path, as_json: bool) -> None:
 
 
 def main() -> None:
+    from sqlalchemy.exc import OperationalError
+
     try:
         cli(standalone_mode=True)
     except (ChatmonError, DetectorError) as exc:
         click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except OperationalError as exc:  # the store cannot be reached: the driver's reason, no URL
+        reason = " ".join(str(exc.orig or exc).split())
+        click.echo(f"error: cannot use the database (CHATMON_DATABASE_URL): {reason}", err=True)
         sys.exit(2)
 
 

@@ -36,10 +36,10 @@ def findings_cmd(obj: Ctx, detector: str | None, label: str | None, bot: str | N
                  conversation: str | None, since: str | None, until: str | None,
                  flagged: bool, limit: int, as_json: bool) -> None:
     """Recent stored findings, newest first. Excerpts are redacted; raw PII is never stored."""
-    from pipeline.store.db import make_engine
+    from pipeline.store.db import open_store
     from pipeline.store.queries import recent_findings
 
-    engine = make_engine(obj.settings().database_url)
+    engine = open_store(obj.settings().database_url)
     rows = recent_findings(engine, detector=detector, label=label, bot=bot,
                            conversation=conversation, since=_when(since), until=_when(until),
                            flagged_only=flagged, limit=limit)

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from pipeline import runner
 from pipeline.cli import cli
+from pipeline.errors import ConfigError
 from tests.conftest import EXAMPLES
 
 
@@ -64,6 +65,38 @@ def test_run_missing_file_is_a_clear_error(tmp_path) -> None:  # type: ignore[no
     assert res.exit_code == 2 and "no such file" in res.output
 
 
+@pytest.mark.parametrize("command", [["findings"], ["report", "--out", "r.html"],
+                                     ["validate", "--store"]])
+def test_reading_a_store_that_does_not_exist_is_a_clear_error(tmp_path, monkeypatch, command):  # type: ignore[no-untyped-def]
+    path = tmp_path / "none.db"
+    monkeypatch.setenv("CHATMON_DATABASE_URL", f"sqlite:///{path}")
+    res = CliRunner().invoke(cli, command)
+    # a ChatmonError: `chatmon` (pipeline.cli.main) prints it as one line and exits 2
+    assert isinstance(res.exception, ConfigError), res.output
+    assert f"no database at {path}" in str(res.exception)
+    assert not path.exists()  # the read did not leave an empty database behind
+
+
+def test_reading_an_unmigrated_store_is_a_clear_error(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    sqlite3.connect(path).close()
+    monkeypatch.setenv("CHATMON_DATABASE_URL", f"sqlite:///{path}")
+    res = CliRunner().invoke(cli, ["findings"])
+    assert isinstance(res.exception, ConfigError)
+    assert "run `chatmon db upgrade`" in str(res.exception)
+
+
+def test_validating_a_file_without_a_store_does_not_record(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    path = tmp_path / "none.db"
+    monkeypatch.setenv("CHATMON_DATABASE_URL", f"sqlite:///{path}")
+    src = tmp_path / "t.jsonl"
+    src.write_text("\n".join((EXAMPLES / "transcripts.jsonl").read_text().splitlines()[:20]))
+    res = CliRunner().invoke(cli, ["validate", str(src)])
+    assert "not recorded: no database at" in res.output and not path.exists()
+
+
 @pytest.mark.parametrize("command", [[], ["run"], ["serve"], ["findings"], ["eval"], ["db"]])
 def test_help_texts(command: list[str]) -> None:
     res = CliRunner().invoke(cli, [*command, "--help"])
@@ -92,3 +125,23 @@ def test_train_empathy_writes_weights_and_licence_note(tmp_path) -> None:  # typ
     weights = np.load(tmp_path / "out" / "model.npz")
     assert len(weights.files) > 0
     assert "non-commercial" in (tmp_path / "out" / "LICENSE-NOTE.txt").read_text()
+
+
+def test_an_unreachable_database_is_one_line_without_the_password(monkeypatch, capsys):  # type: ignore[no-untyped-def]
+    import socket
+    import sys
+
+    from pipeline.cli import main
+
+    with socket.socket() as s:  # a loopback port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("CHATMON_DATABASE_URL",
+                       f"postgresql+psycopg://chatmon:hunter2@127.0.0.1:{port}/chatmon")
+    monkeypatch.setattr(sys, "argv", ["chatmon", "findings"])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert err.startswith("error: cannot use the database") and "refused" in err
+    assert "hunter2" not in err and "Traceback" not in err

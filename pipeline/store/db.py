@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, inspect
 
-from pipeline.errors import MissingExtraError
+from pipeline.errors import ConfigError, MissingExtraError
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
@@ -21,6 +21,23 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     engine = create_engine(url, pool_pre_ping=True, **kwargs)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def open_store(url: str) -> Engine:
+    """An engine on an existing, migrated store, for the commands that only read it
+    (``findings``, ``report``, ``validate --store``): a clear error instead of a SQL traceback
+    when there is nothing there yet, and no empty SQLite file left behind."""
+    engine = make_engine(url)
+    if engine.dialect.name == "sqlite":
+        path = engine.url.database
+        if path and path != ":memory:" and not Path(path).exists():
+            engine.dispose()
+            raise ConfigError(f"no database at {path}: `chatmon run` creates and fills it "
+                              "(or create an empty one with `chatmon db upgrade`)")
+    if not is_current(engine):
+        engine.dispose()
+        raise ConfigError("the store is not at the newest schema: run `chatmon db upgrade`")
     return engine
 
 
