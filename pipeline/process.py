@@ -19,6 +19,7 @@ from detectors.base import Context, DictStateStore, Finding, ScoringInput, State
 from pipeline import events
 from pipeline.context import ContextStore, MemoryContextStore
 from pipeline.events import Accepted, RawRecord, Rejected
+from pipeline.language import shared_guesser, turn_language
 from pipeline.policy import is_flagged
 from pipeline.redaction import Redactor, excerpt, pii_spans, redact
 from pipeline.scoring import DetectorSuite
@@ -74,6 +75,7 @@ class Processor:
         self.on_batch = on_batch
         pii = next((d for d in suite.detectors if d.name == "pii"), None)
         self.redactor = Redactor(pii)
+        self.languages = shared_guesser() if settings.detect_language else None
 
     def process(self, records: Sequence[RawRecord]) -> BatchReport:
         """Validate, deduplicate, score, redact and store one batch. Bad records become dead
@@ -106,13 +108,10 @@ class Processor:
         return report
 
     def _with_language(self, turn: Turn, history: Sequence[Turn]) -> Turn:
-        """The turn as detectors see it: without a ``lang`` of its own it is in the language
-        of its conversation's latest turn that had one, else in ``settings.default_lang``.
-        (The stored turn keeps the ``lang`` it came with.)"""
-        if turn.lang:
-            return turn
-        lang = next((t.lang for t in reversed(history) if t.lang), self.settings.default_lang)
-        return replace(turn, lang=lang) if lang else turn
+        """The turn as detectors see it, in the language ``pipeline.language`` decides (the
+        stored turn keeps the ``lang`` it came with)."""
+        lang = turn_language(turn, history, self.settings.default_lang, self.languages)
+        return turn if lang == turn.lang else replace(turn, lang=lang)
 
     def _fresh(self, records: Sequence[RawRecord], rejected: list[Rejected],
                report: BatchReport) -> list[Accepted]:

@@ -1,7 +1,7 @@
 """Turn languages: a detector that declares ``languages`` is given only turns in them (a turn
-without ``lang`` takes its conversation's, then ``default_lang``); the shared features are not
-computed for turns no detector will read; PII still runs on every turn, because redaction must;
-the skipped turns are counted in the summary."""
+without ``lang`` takes its conversation's, then ``default_lang``, unless its text is surely in
+another language); the shared features are not computed for turns no detector will read; PII
+still runs on every turn, because redaction must; the skipped turns are counted in the summary."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from detectors.base import primary_language, speaks
+from detectors.base import Turn, primary_language, speaks
 from detectors.features import EMBEDDING
 from detectors.toxicity import ToxicityDetector
 from pipeline import runner
+from pipeline.language import LanguageGuesser, turn_language
 from pipeline.scoring import DetectorSuite, FeatureExtractor, simple_input
 
 
@@ -46,6 +47,37 @@ class _Any:
 ])
 def test_speaks(det, lang, reads):
     assert speaks(det, lang) is reads
+
+
+def _turn(text_: str, lang: str | None = None, role: str = "assistant") -> Turn:
+    from datetime import UTC, datetime
+
+    return Turn("c", 1, role, text_, datetime(2026, 11, 20, tzinfo=UTC), lang=lang)  # type: ignore[arg-type]
+
+
+GUESSER = LanguageGuesser()
+ES_USER = _turn("Mi pedido no ha llegado.", "es", "user")
+
+
+@pytest.mark.parametrize(("what", "turn", "history", "default", "guesser", "lang"), [
+    ("its own tag wins over the text", _turn("Thank you for waiting.", "es-MX"), (), "en",
+     GUESSER, "es-MX"),
+    ("the conversation's tag, the text being ambiguous", _turn("Ok."), (ES_USER,), "en",
+     GUESSER, "es"),
+    ("the default", _turn("Ok."), (), "en", GUESSER, "en"),
+    ("no default, no tag, ambiguous text: unknown", _turn("Ok."), (), None, GUESSER, None),
+    ("Spanish text in an untagged conversation",
+     _turn("Lo siento mucho, ¿me da su número de pedido?"), (), "en", GUESSER, "es"),
+    ("English text in a Spanish-tagged conversation (the bot switched)",
+     _turn("I am sorry, could you give me your order number please?"), (ES_USER,), "en",
+     GUESSER, "en"),
+    ("German text, German default", _turn("Ihre Rückerstattung wird in drei bis fünf Werktagen "
+                                          "bearbeitet."), (), "de", GUESSER, "de"),
+    ("detection off: the prior only", _turn("Lo siento mucho, ¿me da su número de pedido?"),
+     (), "en", None, "en"),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_turn_language(what, turn, history, default, guesser, lang):
+    assert turn_language(turn, history, default, guesser) == lang, what
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +140,22 @@ def test_english_only_detectors_skip_a_spanish_conversation(
 
 
 def test_default_lang_applies_to_turns_without_one(transcripts, sqlite_url, make_processor, suite):
-    summary, found, _ = _run(transcripts, sqlite_url, make_processor, suite, default_lang="de")
+    summary, found, _ = _run(transcripts, sqlite_url, make_processor, suite, default_lang="de",
+                             detect_language=False)
     assert found["en"] == found["es"] == {"pii"}
     assert summary["not_scored_language"] == {"empathy": 2, "toxicity": 2}
+
+
+def test_untagged_text_in_another_language_is_detected(tmp_path, sqlite_url, make_processor,
+                                                       suite):
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join([
+        _event("fr", 0, "user", "Ma commande n'est jamais arrivée et je suis furieux."),
+        _event("fr", 1, "assistant", "Je suis désolé pour ce retard, imbécile. Pouvez-vous me "
+                                     "donner votre numéro de commande ?"),
+        _event("en", 0, "user", "My parcel never arrived and I'm fed up."),
+        _event("en", 1, "assistant", "I'm so sorry, you idiot. Can I have your order number?"),
+    ]) + "\n")
+    summary, found, _ = _run(path, sqlite_url, make_processor, suite)
+    assert {"toxicity", "empathy"} <= found["en"] and not {"toxicity", "empathy"} & found.get("fr", set())
+    assert summary["not_scored_language"] == {"empathy": 1, "toxicity": 1}
