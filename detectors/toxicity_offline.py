@@ -46,7 +46,7 @@ LEXICAL_HEADS = ("toxicity", "identity_attack")
 SLUR_TIERS = ("strong", "ambiguous")
 # Inputs of each head after the embedding: profanity logit, log1p(slurs) per tier, lexical logits.
 N_EXTRA = 1 + len(SLUR_TIERS) + len(LEXICAL_HEADS)
-_SLUR_COLS = slice(385, 385 + len(SLUR_TIERS))
+SLUR_COLS = slice(385, 385 + len(SLUR_TIERS))
 _LEX_COLS = slice(385 + len(SLUR_TIERS), 384 + N_EXTRA)
 # The profanity model's own tokeniser (scikit-learn's default token pattern), for cue offsets.
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
@@ -281,9 +281,10 @@ def load_heads(path: Path = WEIGHTS) -> dict[str, Any]:
         raise DetectorError(f"cannot read toxicity weights {path}: {exc}") from exc
     missing = [h for h in HEADS if h not in data.get("heads", {})]
     if missing or data.get("embedding_dim") != 384 or any(
-            len(data["heads"][h]["coef"]) != 384 + N_EXTRA for h in HEADS):
+            len(data["heads"][h]["coef"]) != 384 + N_EXTRA for h in HEADS) or any(
+            len(data["heads"][h].get("slur_gated_coef", [0.0] * 384)) != 384 for h in HEADS):
         raise DetectorError(f"{path}: bad toxicity weights (missing heads {missing}, or not "
-                            f"{384 + N_EXTRA} inputs per head)")
+                            f"{384 + N_EXTRA} inputs per head, or a slur_gated_coef not 384)")
     return data
 
 
@@ -296,12 +297,15 @@ class OfflineToxicity:
         self.slurs = SlurLexicon()
         self.lexical = LexicalNgrams()
         self._coef: np.ndarray | None = None
+        self._gated: np.ndarray | None = None  # (n_heads, 384): embedding weights when a slur
         self._intercept: np.ndarray | None = None
         self.revision = ""
 
     def load(self) -> None:
         data = load_heads(self._weights_path)
         self._coef = np.array([data["heads"][h]["coef"] for h in HEADS], dtype=np.float64)
+        self._gated = np.array([data["heads"][h].get("slur_gated_coef", [0.0] * 384)
+                                for h in HEADS], dtype=np.float64)
         self._intercept = np.array([data["heads"][h]["intercept"] for h in HEADS])
         self.revision = str(data.get("revision", "unknown"))
         self.profanity.load()
@@ -330,13 +334,17 @@ class OfflineToxicity:
         slur_counts: Sequence[Sequence[int]], lexical: np.ndarray,
     ) -> np.ndarray:
         """(n_turns, n_heads, 4) logit parts: embedding (+ intercept), profanity, slurs (both
-        tiers together), lexical n-grams (both lexical logits together)."""
+        tiers together, plus the slur-gated embedding term: the embedding's second set of
+        weights, used only when the turn has a slur), lexical n-grams (both lexical logits
+        together)."""
         assert self._coef is not None and self._intercept is not None
+        assert self._gated is not None
         prof = np.array([_logit(p) for p in prof_probs])[:, None]
         slur = np.array([SlurLexicon.features(c) for c in slur_counts]).reshape(
             len(slur_counts), len(SLUR_TIERS))
         emb_part = embeddings @ self._coef[:, :384].T + self._intercept
-        slur_part = slur @ self._coef[:, _SLUR_COLS].T
+        gate = (slur.sum(axis=1) > 0)[:, None]
+        slur_part = slur @ self._coef[:, SLUR_COLS].T + gate * (embeddings @ self._gated.T)
         lex_part = lexical @ self._coef[:, _LEX_COLS].T
         return np.stack([emb_part, prof * self._coef[:, 384][None, :], slur_part, lex_part],
                         axis=-1)

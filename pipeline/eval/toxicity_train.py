@@ -34,6 +34,8 @@ from detectors.toxicity_offline import (
     HEADS,
     LEXICAL,
     LEXICAL_HEADS,
+    N_EXTRA,
+    SLUR_COLS,
     WEIGHTS,
     OfflineToxicity,
     SlurLexicon,
@@ -199,12 +201,33 @@ def inner_lexical(xs: Any, corpus: Corpus, rows: np.ndarray, k: int = 5) -> np.n
     return out
 
 
+# Heads that also get the slur-gated embedding (the embedding again, times 1 when the turn has
+# a lexicon slur of either tier, else 0): a second embedding direction that only speaks when a
+# slur is present, so the head can learn in which contexts a slur is hate rather than offence.
+GATED_HEADS = ("identity_attack",)
+
+
+def slur_gated(x: np.ndarray) -> np.ndarray:
+    """(n, 384): the embedding where the row has a slur (either tier), zeros elsewhere."""
+    gate = (x[:, SLUR_COLS].sum(axis=1) > 0).astype(x.dtype)[:, None]
+    return x[:, :384] * gate
+
+
 def fit_heads(x_rows: np.ndarray, corpus: Corpus, rows: np.ndarray, c: float
               ) -> dict[str, tuple[np.ndarray, float]]:
     """One LR per head on ``x_rows`` (the inputs of ``rows``, in that order); C is ``c`` except
-    where ``HEAD_C`` says otherwise."""
-    return {h: fit_head(x_rows, corpus.y[h][rows], sample_weights(corpus, h, "head")[rows],
-                        HEAD_C.get(h, c)) for h in HEADS}
+    where ``HEAD_C`` says otherwise. Heads in GATED_HEADS get 384 more inputs at the end."""
+    gated = np.hstack([x_rows, slur_gated(x_rows)])
+    return {h: fit_head(gated if h in GATED_HEADS else x_rows, corpus.y[h][rows],
+                        sample_weights(corpus, h, "head")[rows], HEAD_C.get(h, c))
+            for h in HEADS}
+
+
+def head_probs(heads: dict[str, tuple[np.ndarray, float]], x: np.ndarray
+               ) -> dict[str, np.ndarray]:
+    gated = np.hstack([x, slur_gated(x)])
+    return {h: 1 / (1 + np.exp(-((gated if h in GATED_HEADS else x) @ coef + b)))
+            for h, (coef, b) in heads.items()}
 
 
 def out_of_fold(x: np.ndarray, xs: Any | None, corpus: Corpus, c: float, k: int = 5
@@ -220,8 +243,8 @@ def out_of_fold(x: np.ndarray, xs: Any | None, corpus: Corpus, c: float, k: int 
             lex_test = fit_lexical(xs, corpus, train).logits(xs[test])
             xtr = np.hstack([xtr, inner_lexical(xs, corpus, train, k)])
             xte = np.hstack([xte, lex_test])
-        for h, (coef, b) in fit_heads(xtr, corpus, train, c).items():
-            oof[h][test] = 1 / (1 + np.exp(-(xte @ coef + b)))
+        for h, p in head_probs(fit_heads(xtr, corpus, train, c), xte).items():
+            oof[h][test] = p
     return oof
 
 
@@ -242,13 +265,18 @@ def write_weights(heads: dict[str, tuple[np.ndarray, float]], lexical: Lexical,
         LEXICAL, heads=np.array(LEXICAL_HEADS), n_features=NGRAMS["n_features"],
         word_ngrams=np.array(NGRAMS["word"]), char_ngrams=np.array(NGRAMS["char"]),
         index=used, coef=coef16, intercept=lexical.intercept, revision=np.array(lex_rev))
-    out = {h: {"coef": [round(float(v), 6) for v in coef], "intercept": round(b, 6)}
+    n_in = 384 + N_EXTRA
+    out = {h: {"coef": [round(float(v), 6) for v in coef[:n_in]], "intercept": round(b, 6),
+               **({"slur_gated_coef": [round(float(v), 6) for v in coef[n_in:]]}
+                  if h in GATED_HEADS else {})}
            for h, (coef, b) in heads.items()}
     digest = hashlib.sha256((json.dumps(out, sort_keys=True) + lex_rev).encode()).hexdigest()[:12]
     data = {
         "about": "Logistic-regression heads on [all-MiniLM-L6-v2 embedding (384), profanity-check "
                  "logit, log1p(identity slurs: strong, ambiguous), lexical n-gram logits "
-                 "(toxicity, identity_attack; lexical_ngrams.npz)]; trained by "
+                 "(toxicity, identity_attack; lexical_ngrams.npz)]; identity_attack also has "
+                 "slur_gated_coef, 384 embedding weights used only when the turn has a slur; "
+                 "trained by "
                  "pipeline/eval/toxicity_train.py. See docs/models/toxicity.md.",
         "revision": f"lr-{digest}",
         "lexical_revision": lex_rev,
@@ -361,7 +389,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         heads, lexical = fit_all(x, xs, corpus, args.C)
         xb = np.hstack([xb, lexical.logits(ngram_matrix(benign))])
-    probs = {h: 1 / (1 + np.exp(-(xb @ coef + b))) for h, (coef, b) in heads.items()}
+    probs = head_probs(heads, xb)
     metrics["benign_cs_transcripts"] = {"n": len(benign), **benign_rates(probs)}
     print(json.dumps(metrics, indent=1))
     if args.write:

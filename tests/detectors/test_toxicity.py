@@ -248,3 +248,41 @@ def test_slur_lexicon_file_needs_known_tiers(tmp_path) -> None:  # type: ignore[
     only = SlurLexicon(bad)
     only.load()
     assert only.find_tiers("a zorgs and a dog") == ((1, 0), (2, 7))
+
+
+def test_slur_gated_embedding_term_speaks_only_with_a_slur() -> None:
+    """identity_attack's second embedding direction adds to the slur part of the logit when
+    the turn has a lexicon slur, and is exactly zero when it has none."""
+    import numpy as np
+
+    from detectors.toxicity_offline import HEADS, OfflineToxicity
+
+    model = OfflineToxicity()
+    model.load()
+    assert model._gated is not None
+    ia = HEADS.index("identity_attack")
+    assert np.abs(model._gated[ia]).sum() > 0  # the shipped head has one
+    emb = np.random.default_rng(0).normal(size=(2, 384)) / 20
+    no_lex = np.zeros((2, 2))
+    without = model.head_logits(emb, [0.5, 0.5], [(0, 0), (0, 0)], no_lex)
+    with_slur = model.head_logits(emb, [0.5, 0.5], [(1, 0), (1, 0)], no_lex)
+    assert np.all(without[:, :, 2] == 0.0)  # no slur: no slur part at all
+    ungated = with_slur[:, ia, 2] - emb @ model._gated[ia]
+    assert np.allclose(ungated, ungated[0])  # the rest of the slur part is the same for both
+    assert not np.allclose(with_slur[0, ia, 2], with_slur[1, ia, 2])  # the gated term moved it
+
+
+def test_slur_gated_weights_must_have_384_values(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from detectors.toxicity_offline import WEIGHTS, load_heads
+
+    data = json.loads(WEIGHTS.read_text())
+    data["heads"]["identity_attack"]["slur_gated_coef"] = [0.0] * 10
+    bad = tmp_path / "heads.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(DetectorError, match="slur_gated_coef not 384"):
+        load_heads(bad)
+    del data["heads"]["identity_attack"]["slur_gated_coef"]  # older files: no gated term
+    bad.write_text(json.dumps(data))
+    assert "slur_gated_coef" not in load_heads(bad)["heads"]["identity_attack"]
