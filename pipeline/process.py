@@ -75,7 +75,9 @@ class Processor:
         self.on_batch = on_batch
         pii = next((d for d in suite.detectors if d.name == "pii"), None)
         self.redactor = Redactor(pii)
-        self.languages = shared_guesser() if settings.detect_language else None
+        # Only worth guessing (0.1 ms a turn, 76 MB) when some detector reads only some languages.
+        picky = any(getattr(d, "languages", None) is not None for d in suite.detectors)
+        self.languages = shared_guesser() if settings.detect_language and picky else None
 
     def process(self, records: Sequence[RawRecord]) -> BatchReport:
         """Validate, deduplicate, score, redact and store one batch. Bad records become dead

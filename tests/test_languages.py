@@ -157,5 +157,13 @@ def test_untagged_text_in_another_language_is_detected(tmp_path, sqlite_url, mak
         _event("en", 1, "assistant", "I'm so sorry, you idiot. Can I have your order number?"),
     ]) + "\n")
     summary, found, _ = _run(path, sqlite_url, make_processor, suite)
-    assert {"toxicity", "empathy"} <= found["en"] and not {"toxicity", "empathy"} & found.get("fr", set())
+    assert {"toxicity", "empathy"} <= found["en"]
+    assert not {"toxicity", "empathy"} & found.get("fr", set())
     assert summary["not_scored_language"] == {"empathy": 1, "toxicity": 1}
+
+
+def test_no_language_guessing_when_every_detector_reads_every_language(
+        sqlite_url, make_processor, suite):
+    assert make_processor(sqlite_url).languages is None  # the PII-only suite
+    assert make_processor(sqlite_url, suite=suite).languages is not None
+    assert make_processor(sqlite_url, suite=suite, detect_language=False).languages is None
