@@ -108,20 +108,18 @@ def validate_cmd(obj: Ctx, file: Path | None, store: bool, no_record: bool,
     if (file is None) == (not store):
         raise click.UsageError("give a FILE or --store (not both)")
     settings = obj.settings(database_url=database_url)
-    if store:
-        engine = db.open_store(settings.database_url)
-        outcome = quality.validate_store(engine, settings.max_text_chars)
-        engine.dispose()
-    else:
-        outcome = quality.validate_file(file, settings.max_text_chars)  # type: ignore[arg-type]
+    engine = db.open_store(settings.database_url) if store else None
+    outcome = (quality.validate_store(engine, settings.max_text_chars) if engine is not None
+               else quality.validate_file(file, settings.max_text_chars))  # type: ignore[arg-type]
     click.echo(quality.format_table(outcome))
     if not no_record:
         try:
-            engine = db.open_store(settings.database_url)
+            engine = engine or db.open_store(settings.database_url)
         except ConfigError as exc:
             click.echo(f"not recorded: {exc}", err=True)
         else:
             quality.record(engine, outcome)
-            engine.dispose()
+    if engine is not None:
+        engine.dispose()
     if not outcome.success:
         raise SystemExit(1)
