@@ -13,11 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 import regex as re
-from presidio_analyzer import Pattern, PatternRecognizer, RecognizerResult
+from presidio_analyzer import Pattern, RecognizerResult
 
-from detectors.pii_recognizers import WindowContextMixin, _context
+from detectors.pii_recognizers import ChatPatternRecognizer, WindowContextMixin, _context
 
-_FLAGS = re.MULTILINE
 _HINT = re.compile(r"\d|(?i:corner of)")
 _WORD = r"[\p{L}][\p{L}\p{M}'’.\-]*"
 _CAP = r"\p{Lu}[\p{L}\p{M}'’.\-]*"
@@ -58,10 +57,12 @@ _TAIL = re.compile(
     r"(?=[ \t]*(?:$|[,.;!?)]))", re.MULTILINE)
 
 
-class StreetAddressRecognizer(WindowContextMixin, PatternRecognizer):
+class StreetAddressRecognizer(WindowContextMixin, ChatPatternRecognizer):
     """Scores: full street lines 0.5-0.7, bare "Name 12" 0.15 (needs an address context word),
     units alone 0.3; a merged block gets +0.1 per extra piece or tail line."""
 
+    ENTITY = "STREET_ADDRESS"
+    CONTEXT = ADDRESS_CONTEXT
     PATTERNS = [
         Pattern("number, name, street type",
                 rf"\b\d{{1,6}}[A-Za-z]?(?:[ \t]+\d{{1,5}})?[ \t]+"
@@ -105,11 +106,6 @@ class StreetAddressRecognizer(WindowContextMixin, PatternRecognizer):
                            rf"{STREET_ENDINGS}|\b(?:apt|suite|unit|box|corner)\b)")
     context_regex = _context(ADDRESS_CONTEXT)
     window = (48, 16)
-
-    def __init__(self) -> None:
-        super().__init__(supported_entity="STREET_ADDRESS", patterns=self.PATTERNS,
-                         context=ADDRESS_CONTEXT, name="StreetAddressRecognizer",
-                         global_regex_flags=_FLAGS)
 
     def invalidate_result(self, pattern_text: str) -> bool:
         words = re.findall(r"[\p{L}\p{M}]+", pattern_text)

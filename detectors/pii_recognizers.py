@@ -107,7 +107,26 @@ class CardRecognizer(CreditCardRecognizer):
         super().__init__(patterns=self.PATTERNS, name="CardRecognizer")
 
 
-class PhonePatternRecognizer(WindowContextMixin, PatternRecognizer):
+class ChatPatternRecognizer(PatternRecognizer):
+    """A pattern recognizer built from class attributes: ``ENTITY``, ``PATTERNS`` and optional
+    ``CONTEXT`` words; its name is the class name, its regexes use the module's flags."""
+
+    ENTITY: str = ""
+    PATTERNS: list[Pattern] = []
+    CONTEXT: list[str] = []
+
+    def __init__(self) -> None:
+        super().__init__(
+            supported_entity=self.ENTITY,
+            patterns=self.PATTERNS,
+            context=list(self.CONTEXT),
+            name=type(self).__name__,
+            global_regex_flags=_FLAGS,
+        )
+
+
+class PhonePatternRecognizer(WindowContextMixin, ChatPatternRecognizer):
+    ENTITY = "PHONE_NUMBER"
     PATTERNS = [
         Pattern(
             "Phone, international (medium)",
@@ -127,16 +146,8 @@ class PhonePatternRecognizer(WindowContextMixin, PatternRecognizer):
         ),
         Pattern("Phone, 9-11 digits (very weak)", r"(?<![\w.+-])\d{9,11}(?![\w.-]?\d)", 0.15),
     ]
+    CONTEXT = PHONE_CONTEXT
     context_regex = _context(PHONE_CONTEXT)
-
-    def __init__(self) -> None:
-        super().__init__(
-            supported_entity="PHONE_NUMBER",
-            patterns=self.PATTERNS,
-            context=PHONE_CONTEXT,
-            name="PhonePatternRecognizer",
-            global_regex_flags=_FLAGS,
-        )
 
     def invalidate_result(self, pattern_text: str) -> bool:
         digits = re.sub(r"\D", "", pattern_text)
@@ -191,7 +202,8 @@ _NOT_NAMES = frozenset(
 )
 
 
-class PersonCueRecognizer(PatternRecognizer):
+class PersonCueRecognizer(ChatPatternRecognizer):
+    ENTITY = "PERSON"
     PATTERNS = [
         Pattern(
             "name after cue",
@@ -202,14 +214,6 @@ class PersonCueRecognizer(PatternRecognizer):
             0.6,
         ),
     ]
-
-    def __init__(self) -> None:
-        super().__init__(
-            supported_entity="PERSON",
-            patterns=self.PATTERNS,
-            name="PersonCueRecognizer",
-            global_regex_flags=_FLAGS,
-        )
 
     def invalidate_result(self, pattern_text: str) -> bool:
         return pattern_text.split()[0].lower().strip(".,'’") in _NOT_NAMES
@@ -246,10 +250,11 @@ COUNTRIES = (
 )
 
 
-class LocationCueRecognizer(PatternRecognizer):
+class LocationCueRecognizer(ChatPatternRecognizer):
     """Country names, and place names right after a place cue ("grew up in", "based in", "from",
     "University of"): capitalised words, or upper-case words of 4+ letters after any "in"/"of"."""
 
+    ENTITY = "LOCATION"
     PATTERNS = [
         Pattern("country name", rf"\b(?:{COUNTRIES})\b(?:[ \t]+\([\p{{L}} ]+\))?", 0.6),
         Pattern(
@@ -266,14 +271,6 @@ class LocationCueRecognizer(PatternRecognizer):
         ),
     ]
 
-    def __init__(self) -> None:
-        super().__init__(
-            supported_entity="LOCATION",
-            patterns=self.PATTERNS,
-            name="LocationCueRecognizer",
-            global_regex_flags=_FLAGS,
-        )
-
     def invalidate_result(self, pattern_text: str) -> bool:
         first = pattern_text.split()[0]
         if _ORG_SUFFIX.search(pattern_text):
@@ -281,10 +278,11 @@ class LocationCueRecognizer(PatternRecognizer):
         return first.upper() in _ACRONYMS or first.lower() in _NOT_NAMES
 
 
-class SpeakerNameRecognizer(PatternRecognizer):
+class SpeakerNameRecognizer(ChatPatternRecognizer):
     """Names as line heads: a dialogue speaker label ("Nicole: ...") when the text has two or
     more such labels, and a line holding only a full name (signatures, pasted address blocks)."""
 
+    ENTITY = "PERSON"
     PATTERNS = [
         Pattern("speaker label", rf"^[ \t>]*{_NAME_WORD}(?=:[ \t])", 0.3),
         Pattern(
@@ -293,14 +291,6 @@ class SpeakerNameRecognizer(PatternRecognizer):
             0.5,
         ),
     ]
-
-    def __init__(self) -> None:
-        super().__init__(
-            supported_entity="PERSON",
-            patterns=self.PATTERNS,
-            name="SpeakerNameRecognizer",
-            global_regex_flags=_FLAGS,
-        )
 
     def invalidate_result(self, pattern_text: str) -> bool:
         words = pattern_text.replace(">", " ").lower().split()
