@@ -19,12 +19,12 @@ Factory = Callable[[Mapping[str, Any]], Detector]
 
 # name -> "module:Class". The class is constructed with the options as keyword arguments.
 _ENTRIES: dict[str, str] = {
-    "pii": "detectors.pii:PiiDetector",
-    "repetition": "detectors.repetition:RepetitionDetector",
+    "pii": "detectors.pii.detector:PiiDetector",
+    "repetition": "detectors.repetition.detector:RepetitionDetector",
     "empathy": "detectors.empathy:EmpathyDetector",
-    "manipulation": "detectors.manipulation:ManipulationDetector",
-    "bias": "detectors.bias:BiasDetector",
-    "toxicity": "detectors.toxicity:ToxicityDetector",
+    "manipulation": "detectors.manipulation.detector:ManipulationDetector",
+    "bias": "detectors.bias.detector:BiasDetector",
+    "toxicity": "detectors.toxicity.detector:ToxicityDetector",
 }
 
 

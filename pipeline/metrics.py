@@ -46,7 +46,7 @@ from prometheus_client import (
 from pipeline.errors import SinkError
 
 if TYPE_CHECKING:
-    from pipeline.process import BatchReport
+    from pipeline.scoring.process import BatchReport
 
 PREFIX = "chatmon_"
 EVENTS_RECEIVED = "chatmon_events_received_total"

@@ -38,7 +38,7 @@ class Settings(BaseSettings):
     # models read only other languages skip them. None: unknown, every detector scores them.
     default_lang: str | None = "en"
     # Without a `lang` tag, a turn whose text is surely another language counts as that one
-    # (pipeline/language.py).
+    # (pipeline/scoring/language.py).
     detect_language: bool = True
     model_dir: Path = Path("models")
     # The shared MiniLM encoder: "onnx-int8" (exported once, cached in ~/.cache/chatmon/onnx)

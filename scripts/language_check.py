@@ -1,5 +1,5 @@
-"""How often the language rule of ``pipeline.language`` moves a turn away from English, and how
-often it recognises other languages (the numbers in the README's "Languages" section).
+"""How often the language rule of ``pipeline.scoring.language`` moves a turn away from English,
+and how often it recognises other languages (the numbers in the README's "Languages" section).
 
     .venv/bin/python scripts/language_check.py --data ../shared/evaldata
 
@@ -16,7 +16,7 @@ import json
 import time
 from pathlib import Path
 
-from pipeline.language import LanguageGuesser
+from pipeline.scoring.language import LanguageGuesser
 
 WRITTEN: dict[str, list[str]] = {
     "es": [

@@ -17,7 +17,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.bench_report import render_markdown  # noqa: E402
+from pipeline.bench.report import render_markdown  # noqa: E402
 
 
 def transformer_section(t: dict[str, Any]) -> str:

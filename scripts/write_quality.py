@@ -48,7 +48,7 @@ IN_SAMPLE = {"davidson", "toxigen", "jigsaw"}
 
 def run_all(data: Path, backend: str, only: list[str]) -> dict[str, Any]:
     from pipeline.eval import BENCHES, run_benchmark
-    from pipeline.scoring import set_default_encoder_backend
+    from pipeline.scoring.suite import set_default_encoder_backend
     from pipeline.settings import Settings
 
     set_default_encoder_backend(backend)

@@ -73,7 +73,7 @@ def postgres_url(postgres_server_url: str) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def pii_suite():  # type: ignore[no-untyped-def]
-    from pipeline.scoring import DetectorSuite
+    from pipeline.scoring.suite import DetectorSuite
 
     suite = DetectorSuite.from_names(["pii"])
     suite.load()
@@ -83,7 +83,7 @@ def pii_suite():  # type: ignore[no-untyped-def]
 @pytest.fixture
 def make_processor(pii_suite) -> Callable[..., object]:  # type: ignore[no-untyped-def]
     """Build a Processor on a migrated database with the session's loaded PII suite."""
-    from pipeline.process import Processor
+    from pipeline.scoring.process import Processor
     from pipeline.settings import Settings
     from pipeline.store import db
     from pipeline.store.sink import Sink

@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.alerts.engine import Alert, AlertEngine
 from pipeline.alerts.rules import RULES, AlertRule
-from pipeline.process import BatchReport
+from pipeline.scoring.process import BatchReport
 
 
 class Clock:

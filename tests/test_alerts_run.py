@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pipeline import runner
+from pipeline.embedded import runner
 from pipeline.metrics import get_metrics
 from tests.alerting.receiver import Receiver
 

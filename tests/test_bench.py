@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pipeline.bench import EXAMPLES, corpus_lines
-from pipeline.bench_report import render_markdown, render_table, targets
+from pipeline.bench.embedded import EXAMPLES, corpus_lines
+from pipeline.bench.report import render_markdown, render_table, targets
 from pipeline.cli import cli
 
 LATENCY_KEYS = {"turns_per_s", "p50_ms", "p95_ms", "p99_ms", "peak_rss_mb"}
@@ -84,7 +84,7 @@ def test_an_unknown_detector_is_reported_not_crashed(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_transformer_bench_on_a_tiny_model() -> None:
-    from pipeline import bench_transformer
+    from pipeline.bench import transformer as bench_transformer
 
     out = bench_transformer.run(n_texts=16, one_by_one=4, batch_size=8, small=True)
     assert out["texts"] == 16 and out["torch_one_by_one"]["turns"] == 4
@@ -104,7 +104,7 @@ def test_kafka_bench_reads_stored_times_from_either_store() -> None:
     """PostgreSQL hands back datetimes, SQLite ISO text: both give the same epoch seconds."""
     from datetime import UTC, datetime
 
-    from pipeline.kafka.bench import _epoch
+    from pipeline.bench.kafka import _epoch
 
     at = datetime(2026, 11, 21, 15, 30, 0, 250000, tzinfo=UTC)
     assert _epoch(at) == _epoch(at.replace(tzinfo=None)) == _epoch("2026-11-21 15:30:00.250000")

@@ -8,8 +8,8 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from pipeline import runner
 from pipeline.cli import cli
+from pipeline.embedded import runner
 from pipeline.errors import ConfigError
 from tests.conftest import EXAMPLES
 

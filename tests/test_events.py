@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pipeline import events
-from pipeline.events import Accepted, RawRecord, Rejected, validate
+from pipeline.ingest import events
+from pipeline.ingest.events import Accepted, RawRecord, Rejected, validate
 
 GOOD = {"conversation_id": "c1", "turn": 0, "role": "user", "text": "hello",
         "ts": "2026-11-20T10:00:00Z"}

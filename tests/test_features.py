@@ -14,7 +14,7 @@ from detectors.features import (
     SentenceEncoder,
     split_sentences,
 )
-from pipeline.scoring import DetectorSuite, simple_input
+from pipeline.scoring.suite import DetectorSuite, simple_input
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,10 @@ from sqlalchemy import create_engine, text
 
 from detectors.base import Turn, primary_language, speaks
 from detectors.features import EMBEDDING
-from detectors.toxicity import ToxicityDetector
-from pipeline import runner
-from pipeline.language import LanguageGuesser, turn_language
-from pipeline.scoring import DetectorSuite, FeatureExtractor, simple_input
+from detectors.toxicity.detector import ToxicityDetector
+from pipeline.embedded import runner
+from pipeline.scoring.language import LanguageGuesser, turn_language
+from pipeline.scoring.suite import DetectorSuite, FeatureExtractor, simple_input
 
 
 @pytest.mark.parametrize(("tag", "primary"), [

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from pipeline import metrics as m
 from pipeline.errors import SinkError
-from pipeline.process import BatchReport
+from pipeline.scoring.process import BatchReport
 
 
 def turn_row(cid: str, turn: int, role: str = "assistant", bot: str = "bot-a",
@@ -181,7 +181,7 @@ def test_real_processor_and_serve_route(sqlite_url, make_processor):
     """The processor's observer counts a planted leak; serve's /metrics shows it, no text."""
     from starlette.testclient import TestClient
 
-    from pipeline.serve import create_app
+    from pipeline.embedded.serve import create_app
 
     proc = make_processor(sqlite_url)
     proc.on_batch = m.get_metrics().on_batch
@@ -205,8 +205,8 @@ def test_run_serves_metrics_and_prints_the_endpoint(tmp_path, sqlite_url, monkey
                                                     make_processor, pii_suite):
     from click.testing import CliRunner
 
-    from pipeline import runner
     from pipeline.cli import cli
+    from pipeline.embedded import runner
 
     proc = make_processor(sqlite_url)
     monkeypatch.setattr(runner, "build_processor", lambda *a, **k: proc)  # the loaded suite

@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 from sqlalchemy import create_engine, text
 
-from pipeline import runner
+from pipeline.embedded import runner
 from pipeline.settings import Settings
 from tests.conftest import EXAMPLES, count_rows
 
@@ -94,7 +94,7 @@ def test_dead_letter_file_is_written_next_to_the_input_and_redacted(bad_file, sq
 def test_detector_failure_is_isolated_and_dead_lettered(sqlite_url, make_processor, pii_suite,
                                                         tmp_path):
     from detectors.base import Finding
-    from pipeline.scoring import DetectorSuite
+    from pipeline.scoring.suite import DetectorSuite
 
     class Exploding:
         """A test double detector that raises: it exercises the pipeline's isolation."""
@@ -136,7 +136,7 @@ def test_detector_failure_is_isolated_and_dead_lettered(sqlite_url, make_process
 
 
 def test_wrong_result_length_is_a_typed_error(pii_suite):
-    from pipeline.scoring import DetectorSuite, simple_input
+    from pipeline.scoring.suite import DetectorSuite, simple_input
 
     class Short:
         name, version, roles = "short", "0", frozenset({"assistant"})

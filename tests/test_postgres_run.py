@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from pipeline import runner
+from pipeline.embedded import runner
 from tests.conftest import EXAMPLES, count_rows
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.redaction import excerpt, redact
+from pipeline.scoring.redaction import excerpt, redact
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import pytest
 
 from detectors.base import Detector, Example
 from detectors.registry import REGISTRY, create, module_of
-from pipeline.scoring import DetectorSuite, simple_input
+from pipeline.scoring.suite import DetectorSuite, simple_input
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from sqlalchemy import Engine
 
 from pipeline.cli import cli
-from pipeline.report import Window, changes, default_window, render
+from pipeline.report.weekly import Window, changes, default_window, render
 from pipeline.store import db
 from tests.browser import CHROMIUM, Chromium
 from tests.dashboards.seed import seed_store

@@ -9,7 +9,7 @@ import numpy as np
 
 from detectors.base import Finding
 from detectors.features import EMBEDDING, SentenceEncoder
-from pipeline.scoring import DetectorSuite, simple_input
+from pipeline.scoring.suite import DetectorSuite, simple_input
 
 STARTED = threading.Event()  # set by a detector when it starts scoring
 

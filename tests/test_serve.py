@@ -9,7 +9,7 @@ import pytest
 from pydantic import SecretStr
 from starlette.testclient import TestClient
 
-from pipeline.serve import create_app
+from pipeline.embedded.serve import create_app
 from tests.conftest import count_rows
 
 TOKEN = "s3cret-token"

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from sqlalchemy import Engine, func, insert, select
 
 from dashboards import queries, sqlrun
-from pipeline import quality
 from pipeline.cli import cli
+from pipeline.report import quality
 from pipeline.store import db
 from pipeline.store.models import FindingRow, TurnRow, ValidationResultRow
 from tests.dashboards.seed import END, START, _turn, seed_store

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from detectors.empathy.build import EMOTIONS, TACTICS
 from detectors.empathy.flags import EMPATHIC_TACTICS, ReplyAnalysis
+from detectors.empathy.labels import EMOTIONS, TACTICS
 from detectors.empathy.model import MECHANISMS, EmpathyModel, alignment
 from detectors.features import EMBEDDING, PROMPT_EMBEDDING, SENTENCE_EMBEDDINGS, SENTENCES
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from detectors.empathy import lexicon
-from detectors.empathy.build import EMOTIONS
+from detectors.empathy.labels import EMOTIONS
 
 Span = tuple[int, int]
 FlagParts = tuple[float, Span | None, dict[str, Any]]

@@ -1,8 +1,9 @@
 """The offline default model: sentence tactics, EPITOME mechanism scores and emotions, computed
 with numpy from the shared all-MiniLM-L6-v2 embeddings and the cue patterns in ``lexicon``.
 
-Weights (``detectors/data/empathy/model.npz``) are fitted by ``detectors.empathy.build`` on
-sentences the chatmon authors wrote; no third-party data set went into them.
+Weights (``detectors/empathy/data/model.npz``) are fitted by
+``pipeline.training.empathy_examples`` on sentences the chatmon authors wrote; no third-party
+data set went into them.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from detectors.empathy import lexicon
-from detectors.empathy.build import EMOTIONS, TACTICS
+from detectors.empathy.labels import EMOTIONS, TACTICS
 
-MODEL_PATH = Path(__file__).resolve().parent.parent / "data" / "empathy" / "model.npz"
+MODEL_PATH = Path(__file__).resolve().parent / "data" / "model.npz"
 MECHANISMS = ("er", "ip", "ex")
 
 # How much each tactic counts towards each EPITOME mechanism (rows follow TACTICS).
@@ -100,7 +101,8 @@ class EmpathyModel:
         self._user = self._grouped(self.user_protos, self.user_labels)
         self._reply = self._grouped(self.reply_protos, self.reply_labels)
         # Optional per-mechanism level heads (3 x 3 levels x features), present only in weights
-        # trained with ``pipeline.train.train_empathy`` on data the user is entitled to use.
+        # trained with ``pipeline.training.empathy.train_empathy`` on data the user is entitled
+        # to use.
         self.head_w = arrays.get("head_w")
         self.head_b = arrays.get("head_b")
         if self.tactic_w.shape[0] != len(TACTICS):

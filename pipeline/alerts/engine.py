@@ -32,7 +32,7 @@ from pipeline.alerts.windows import Buckets, Mark, labels_of
 from pipeline.metrics import EMPATHY_LABEL, LabelCap
 
 if TYPE_CHECKING:
-    from pipeline.process import BatchReport
+    from pipeline.scoring.process import BatchReport
 
 log = logging.getLogger(__name__)
 BASELINE_BUCKET_S = 3600.0

@@ -39,7 +39,7 @@ from detectors.registry import create
 from pipeline.errors import EvalDataError
 from pipeline.eval.core import EvalResult, auroc, require
 from pipeline.policy import threshold
-from pipeline.scoring import DetectorSuite, simple_input
+from pipeline.scoring.suite import DetectorSuite, simple_input
 from pipeline.settings import Settings
 
 LABEL = "bias.stereotype"

@@ -31,7 +31,7 @@ import numpy as np
 from detectors.base import Context, Finding, ScoringInput, Turn
 from pipeline.eval.core import EvalResult, require, spearman
 from pipeline.eval.empathy_sets import DETECTOR, read_csv, score_items
-from pipeline.scoring import simple_input
+from pipeline.scoring.suite import simple_input
 from pipeline.settings import Settings
 
 EXPERTS = ("expert1", "expert2", "expert3")

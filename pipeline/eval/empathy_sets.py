@@ -27,7 +27,7 @@ from detectors import registry
 from detectors.base import Finding, ScoringInput
 from pipeline.errors import EvalDataError
 from pipeline.eval.core import EvalResult, auroc, macro_f1, read_csv, require, spearman
-from pipeline.scoring import score_texts, simple_input
+from pipeline.scoring.suite import score_texts, simple_input
 from pipeline.settings import Settings
 
 DETECTOR = "empathy"

@@ -28,7 +28,7 @@ from detectors.registry import create
 from pipeline.errors import EvalDataError
 from pipeline.eval.core import EvalResult, auroc, require
 from pipeline.policy import threshold
-from pipeline.scoring import score_texts
+from pipeline.scoring.suite import score_texts
 from pipeline.settings import Settings
 
 LABEL = "manipulation.score"

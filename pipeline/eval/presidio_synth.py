@@ -37,7 +37,7 @@ from detectors.base import Finding
 from pipeline.errors import EvalDataError
 from pipeline.eval.core import EvalResult, require
 from pipeline.policy import threshold
-from pipeline.scoring import score_texts, simple_input
+from pipeline.scoring.suite import score_texts, simple_input
 from pipeline.settings import Settings
 
 FILE = "synth_dataset_v2.json"

@@ -26,7 +26,7 @@ from detectors import registry
 from pipeline.errors import EvalDataError
 from pipeline.eval.core import EvalResult, auprc, auroc, read_csv, require
 from pipeline.policy import threshold
-from pipeline.scoring import score_texts, simple_input
+from pipeline.scoring.suite import score_texts, simple_input
 from pipeline.settings import Settings
 
 DETECTOR = "toxicity"

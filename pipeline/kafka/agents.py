@@ -20,9 +20,9 @@ from functools import partial
 from typing import Any, Protocol
 
 from pipeline.errors import SinkError
-from pipeline.events import RawRecord
+from pipeline.ingest.events import RawRecord
 from pipeline.kafka.lag import BatchSample, WorkerStats
-from pipeline.process import BatchReport, Processor
+from pipeline.scoring.process import BatchReport, Processor
 
 log = logging.getLogger(__name__)
 PROCESSING_ERROR = "processing_error"

@@ -19,15 +19,15 @@ from typing import Any
 import faust
 
 from pipeline import __version__
-from pipeline.context import MemoryContextStore
 from pipeline.kafka import offsets
 from pipeline.kafka.agents import Stage
 from pipeline.kafka.lag import WorkerStats
 from pipeline.kafka.phrases import assistant_turn_ids, stored_phrases
 from pipeline.kafka.tables import FindingsSink, TableContextStore, TableStateStore
 from pipeline.metrics import get_metrics, render_latest
-from pipeline.process import Processor
-from pipeline.scoring import DetectorSuite
+from pipeline.scoring.context import MemoryContextStore
+from pipeline.scoring.process import Processor
+from pipeline.scoring.suite import DetectorSuite
 from pipeline.settings import Settings
 from pipeline.store import db
 from pipeline.store.sink import Sink

@@ -11,11 +11,11 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
-from detectors.repetition import state_key
-from pipeline import events
-from pipeline.context import turn_from_dict
+from detectors.repetition.detector import state_key
 from pipeline.errors import SinkError
-from pipeline.events import Accepted, RawRecord
+from pipeline.ingest import events
+from pipeline.ingest.events import Accepted, RawRecord
+from pipeline.scoring.context import turn_from_dict
 from pipeline.store.models import TurnRow
 from pipeline.store.sink import turn_id
 

@@ -1,6 +1,6 @@
 """``chatmon produce``: replay JSON Lines into the turns topic with kafka-python.
 
-Each line is validated first (the same ``pipeline.events.validate`` the workers run); invalid
+Each line is validated first (the same ``pipeline.ingest.events.validate`` the workers run); invalid
 lines are reported with their reason and not sent. Valid lines are sent as they are (the raw
 JSON bytes), keyed by conversation_id so a conversation stays in one partition and in order,
 with ``acks=all`` and one request in flight per connection (retries cannot reorder).
@@ -15,9 +15,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-from pipeline import events
-from pipeline.events import Accepted, RawRecord
-from pipeline.ingest import count_lines, read_records
+from pipeline.ingest import events
+from pipeline.ingest.events import Accepted, RawRecord
+from pipeline.ingest.readers import count_lines, read_records
 
 OnSent = Callable[[Accepted, float], None]
 

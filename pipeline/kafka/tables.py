@@ -13,7 +13,7 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
 from detectors.base import Turn
-from pipeline.context import turn_from_dict, turn_to_dict
+from pipeline.scoring.context import turn_from_dict, turn_to_dict
 from pipeline.store.sink import Sink
 
 

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from detectors.base import Context, DetectorError, Finding, ScoringInput, Turn
-from detectors.bias import STEREOTYPE, USER_GROUP, BiasDetector
-from detectors.bias_content import VECTORS, statements_digest
+from detectors.bias.content import VECTORS, statements_digest
+from detectors.bias.detector import STEREOTYPE, USER_GROUP, BiasDetector
 from pipeline.policy import is_flagged
-from pipeline.scoring import DetectorSuite, simple_input
+from pipeline.scoring.suite import DetectorSuite, simple_input
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +111,7 @@ def test_naming_a_group_alone_is_not_flagged(unpruned, a: str, b: str) -> None:
 
 
 def test_ages_read_as_age_group_words() -> None:
-    from detectors.bias_content import LexicalAssociation
+    from detectors.bias.content import LexicalAssociation
 
     lex = LexicalAssociation()
     assert lex.names_group("The 78-year-old forgot the password.")
@@ -193,7 +193,8 @@ class _HashEncoder:
 
 
 def test_build_vectors_tags_the_encoder_and_keeps_trait_order(tmp_path) -> None:
-    from detectors.bias_content import build_vectors, trait_specs
+    from detectors.bias.content import trait_specs
+    from pipeline.training.bias import build_vectors
 
     out = tmp_path / "v.npz"
     enc = _HashEncoder()

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from detectors.bias_content import LexicalAssociation, conjugate
-from detectors.bias_lexicon import lexicon
-from detectors.bias_patterns import assistant_cues, user_groups
+from detectors.bias.content import LexicalAssociation, conjugate
+from detectors.bias.lexicon import lexicon
+from detectors.bias.patterns import assistant_cues, user_groups
 
 CUES = [
     # text, kind, category, group

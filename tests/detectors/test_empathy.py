@@ -9,7 +9,7 @@ import pytest
 from detectors.base import Finding
 from detectors.empathy import EXAMPLES, EmpathyDetector
 from pipeline.policy import threshold
-from pipeline.scoring import score_texts, simple_input
+from pipeline.scoring.suite import score_texts, simple_input
 
 GRIEF = "My dad died on Sunday. I keep crying and I don't know what to do."
 PLAIN = "What are your opening hours on Saturday?"

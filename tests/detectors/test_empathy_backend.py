@@ -11,7 +11,7 @@ import pytest
 from detectors.base import DetectorError
 from detectors.empathy import EmpathyDetector
 from detectors.empathy.backend import TransformersMechanisms, mechanism_columns
-from pipeline.scoring import score_texts, simple_input
+from pipeline.scoring.suite import score_texts, simple_input
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

@@ -14,7 +14,7 @@ import pytest
 from detectors.base import Context, ScoringInput, Turn
 from detectors.empathy import EmpathyDetector
 from pipeline.policy import threshold
-from pipeline.scoring import score_texts
+from pipeline.scoring.suite import score_texts
 
 EXAMPLES = Path(__file__).resolve().parent.parent.parent / "examples"
 FLAGS = ("advice_before_ack", "formulaic_restatement", "overempathising", "length_inflated")

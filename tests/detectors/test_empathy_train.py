@@ -1,6 +1,6 @@
-"""``pipeline.train.train_empathy``: fits level heads on EPITOME-format data (here the tests' own
-hand-written fixture), writes weights with a licence note, and the detector loads them through
-its ``weights`` option and reports the heads' levels."""
+"""``pipeline.training.empathy.train_empathy``: fits level heads on EPITOME-format data (here the
+tests' own hand-written fixture), writes weights with a licence note, and the detector loads them
+through its ``weights`` option and reports the heads' levels."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from detectors.empathy import EmpathyDetector
 from pipeline.eval.empathy_sets import load_epitome
-from pipeline.scoring import score_texts, simple_input
-from pipeline.train import train_empathy
+from pipeline.scoring.suite import score_texts, simple_input
+from pipeline.training.empathy import train_empathy
 
 FIXTURE = Path(__file__).resolve().parent.parent / "eval" / "fixtures" / "epitome"
 

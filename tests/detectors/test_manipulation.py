@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from detectors.base import Finding
-from detectors.manipulation import EXAMPLES, ManipulationDetector
+from detectors.manipulation.detector import EXAMPLES, ManipulationDetector
 from pipeline.policy import threshold
-from pipeline.scoring import simple_input
+from pipeline.scoring.suite import simple_input
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,11 @@ import pytest
 
 from detectors.base import DetectorError
 from detectors.features import SENTENCE_EMBEDDINGS, SENTENCES, split_sentences
-from detectors.manipulation import ManipulationDetector
-from detectors.manipulation_model import MODEL_FILE, SentenceModel, train
+from detectors.manipulation.detector import ManipulationDetector
+from detectors.manipulation.model import MODEL_FILE, SentenceModel
 from pipeline.policy import threshold
-from pipeline.scoring import DetectorSuite, simple_input
+from pipeline.scoring.suite import DetectorSuite, simple_input
+from pipeline.training.manipulation import train
 
 DIM = 384
 

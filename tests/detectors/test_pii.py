@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from detectors.base import Context, DetectorError, Finding, ScoringInput, Turn
-from detectors.pii import EXAMPLES, PiiDetector, given_by_user
+from detectors.pii.detector import EXAMPLES, PiiDetector, given_by_user
 from pipeline.policy import is_flagged
 
 TS = datetime(2026, 1, 1, tzinfo=UTC)
@@ -28,7 +28,7 @@ def pii() -> Iterator[PiiDetector]:
         mp.setenv("HF_HUB_OFFLINE", "1")
         mp.setattr(socket.socket, "connect", refuse)
         mp.setattr(socket, "create_connection", refuse)
-        from detectors.pii_recognizers import offline_tld_extract
+        from detectors.pii.recognizers import offline_tld_extract
 
         offline_tld_extract.cache_clear()
         det = PiiDetector()

@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 import pytest
 
 from detectors.base import Context, Finding, ScoringInput, Turn
-from detectors.pii import PiiDetector
-from detectors.pii_leak import W_BUSINESS, W_NEUTRAL, W_OTHER, Hit, leak_weight
+from detectors.pii.detector import PiiDetector
+from detectors.pii.leak import W_BUSINESS, W_NEUTRAL, W_OTHER, Hit, leak_weight
 from pipeline.policy import is_flagged
 
 TS = datetime(2026, 1, 1, tzinfo=UTC)

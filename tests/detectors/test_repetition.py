@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from detectors.base import Context, DictStateStore, Example, Finding, ScoringInput, Turn
-from detectors.repetition import EXAMPLES, RepetitionDetector, state_key
-from detectors.repetition_text import analyse
+from detectors.repetition.detector import EXAMPLES, RepetitionDetector, state_key
+from detectors.repetition.text import analyse
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 Step = tuple[str, int, str]  # (conversation, turn, text)
@@ -341,7 +341,7 @@ WORDS = tuple(_WORD_LIST.split())
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.text[:40])
 def test_examples_hold(example: Example) -> None:
     from pipeline.policy import threshold
-    from pipeline.scoring import simple_input
+    from pipeline.scoring.suite import simple_input
 
     det = RepetitionDetector()  # no state store: the detector keeps its own, across calls
     det.score([simple_input(t, conversation_id=f"earlier-{j}")
@@ -365,7 +365,7 @@ def test_state_from_other_sketch_options_starts_afresh(make_input: MakeInput) ->
 def test_incremental_state_snapshots_match_a_full_encoding(make_input: MakeInput) -> None:
     """The stored state is re-encoded only where phrases changed: each snapshot equals the
     state decoded and encoded afresh, and a snapshot already handed out never changes."""
-    from detectors.repetition_state import BotState
+    from detectors.repetition.state import BotState
 
     steps = _steps(90)
     store = DictStateStore()

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from detectors.base import Context, DictStateStore, ScoringInput, Turn
-from detectors.repetition import RepetitionDetector
+from detectors.repetition.detector import RepetitionDetector
 from pipeline.policy import is_flagged
 
 PER_REPLY = ("repetition.stock_phrase", "repetition.near_duplicate",

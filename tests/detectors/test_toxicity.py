@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from detectors.base import DetectorError
-from detectors.toxicity import EXAMPLES, LABELS, ToxicityDetector
+from detectors.toxicity.detector import EXAMPLES, LABELS, ToxicityDetector
 from pipeline.policy import threshold
-from pipeline.scoring import DetectorSuite, simple_input
+from pipeline.scoring.suite import DetectorSuite, simple_input
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +136,7 @@ def test_lexical_ngrams_drive_and_point_at_their_cue(suite: DetectorSuite) -> No
     result = suite.score([simple_input(text)])
     ev = {f.label: f.evidence for f in result.findings[0]}["toxicity.insult"]
     assert {"logit_embedding", "logit_profanity", "logit_slur", "logit_lexical"} <= set(ev)
-    from detectors.toxicity_offline import OfflineToxicity
+    from detectors.toxicity.offline import OfflineToxicity
 
     model = OfflineToxicity()
     model.load()
@@ -149,7 +149,7 @@ def test_lexical_ngrams_drive_and_point_at_their_cue(suite: DetectorSuite) -> No
 def test_lexical_weights_must_match_the_heads(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import numpy as np
 
-    from detectors.toxicity_offline import LEXICAL, LexicalNgrams, OfflineToxicity
+    from detectors.toxicity.offline import LEXICAL, LexicalNgrams, OfflineToxicity
 
     with np.load(LEXICAL) as z:
         data = {k: z[k] for k in z.files}
@@ -169,7 +169,7 @@ def test_lexical_weights_must_match_the_heads(tmp_path) -> None:  # type: ignore
 def test_lexical_cue_word_cache_gives_the_same_cue() -> None:
     """Cue look-ups keep each word's weights: a warm cache points at the same word as a cold
     one, and it is bounded."""
-    from detectors import toxicity_offline as to
+    from detectors.toxicity import offline as to
 
     texts = ["You are a pathetic idiot and everyone knows it.",
              "Those people are vermin, go back where you came from.",
@@ -205,7 +205,7 @@ SLUR_NEAR_MISSES = ["Niger is a country in West Africa.", "the spicy food", "a r
 
 @pytest.mark.parametrize(("text", "strong", "ambiguous"), SLUR_VARIANTS)
 def test_slur_lexicon_catches_spelling_variants(text: str, strong: int, ambiguous: int) -> None:
-    from detectors.toxicity_offline import SlurLexicon
+    from detectors.toxicity.offline import SlurLexicon
 
     lexicon = SlurLexicon()
     lexicon.load()
@@ -215,7 +215,7 @@ def test_slur_lexicon_catches_spelling_variants(text: str, strong: int, ambiguou
 
 
 def test_slur_cue_prefers_the_strong_tier() -> None:
-    from detectors.toxicity_offline import SlurLexicon
+    from detectors.toxicity.offline import SlurLexicon
 
     lexicon = SlurLexicon()
     lexicon.load()
@@ -227,7 +227,7 @@ def test_slur_cue_prefers_the_strong_tier() -> None:
 
 @pytest.mark.parametrize("text", SLUR_NEAR_MISSES)
 def test_slur_lexicon_leaves_near_misses_alone(text: str) -> None:
-    from detectors.toxicity_offline import SlurLexicon
+    from detectors.toxicity.offline import SlurLexicon
 
     lexicon = SlurLexicon()
     lexicon.load()
@@ -235,7 +235,7 @@ def test_slur_lexicon_leaves_near_misses_alone(text: str) -> None:
 
 
 def test_slur_lexicon_file_needs_known_tiers(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from detectors.toxicity_offline import SlurLexicon
+    from detectors.toxicity.offline import SlurLexicon
 
     bad = tmp_path / "slurs.txt"
     bad.write_text("# comment\nword\n")
@@ -255,7 +255,7 @@ def test_slur_gated_embedding_term_speaks_only_with_a_slur() -> None:
     the turn has a lexicon slur, and is exactly zero when it has none."""
     import numpy as np
 
-    from detectors.toxicity_offline import HEADS, OfflineToxicity
+    from detectors.toxicity.offline import HEADS, OfflineToxicity
 
     model = OfflineToxicity()
     model.load()
@@ -275,7 +275,7 @@ def test_slur_gated_embedding_term_speaks_only_with_a_slur() -> None:
 def test_slur_gated_weights_must_have_384_values(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import json
 
-    from detectors.toxicity_offline import WEIGHTS, load_heads
+    from detectors.toxicity.offline import WEIGHTS, load_heads
 
     data = json.loads(WEIGHTS.read_text())
     data["heads"]["identity_attack"]["slur_gated_coef"] = [0.0] * 10

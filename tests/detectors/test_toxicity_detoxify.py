@@ -17,8 +17,8 @@ import pytest
 
 from detectors.base import DetectorError
 from detectors.features import packaged_minilm_dir
-from detectors.toxicity import LABELS, ToxicityDetector
-from pipeline.scoring import simple_input
+from detectors.toxicity.detector import LABELS, ToxicityDetector
+from pipeline.scoring.suite import simple_input
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -163,7 +163,7 @@ def test_onnx_int8_runtime_agrees_with_torch(model_dir: Path, tmp_path: Path,
     """The tiny checkpoint exported to int8 ONNX (cached in a temp dir, reused on the next
     load without building the torch model): the same windows, probabilities close to torch's,
     the torch weights dropped."""
-    from detectors.toxicity_detoxify import DetoxifyBackend
+    from detectors.toxicity.detoxify_backend import DetoxifyBackend
 
     texts = ["short", "a somewhat longer reply about a refund for the order", "ok " * 300]
     ref = DetoxifyBackend(model_dir, "original", max_tokens=64)
@@ -179,7 +179,7 @@ def test_onnx_int8_runtime_agrees_with_torch(model_dir: Path, tmp_path: Path,
                 assert g[lab].span == w[lab].span
             assert g[lab].score == pytest.approx(w[lab].score, abs=0.03)
     assert got[2]["toxicity"].evidence["n_chunks"] > 3
-    import detectors.toxicity_detoxify as td
+    import detectors.toxicity.detoxify_backend as td
 
     def no_torch_model(folder: Path) -> None:
         raise AssertionError("a cached int8 load must not build the torch model")

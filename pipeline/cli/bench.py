@@ -1,0 +1,87 @@
+"""``chatmon bench``: throughput, latency and memory per detector and end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from pipeline.cli.context import Ctx, pass_ctx
+
+
+@click.command("bench")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--markdown", "markdown", is_flag=True, help="Print the BENCHMARKS.md page.")
+@click.option("--turns", type=int, default=5000, show_default=True,
+              help="Turns in the measured corpus (the example transcripts repeated).")
+@click.option("--file", "file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="JSON Lines turns to repeat instead of the examples.")
+@click.option("--batch-size", type=int, default=None, help="Turns per batch (settings default).")
+@click.option("--detectors", default=None,
+              help="Comma-separated detectors (default: every enabled detector).")
+@click.option("--naive-turns", type=int, default=500, show_default=True,
+              help="Turns for the naive one-message-at-a-time baseline.")
+@click.option("--no-per-detector", is_flag=True, help="Skip the each-detector-alone runs.")
+@click.option("--no-uncached", is_flag=True,
+              help="Skip the extra pipeline run with every cache of seen text off "
+                   "(encoder vectors, PII results): the cost of never-seen text.")
+@click.option("--transformer", is_flag=True,
+              help="Instead: a random BERT-base classifier, PyTorch one by one vs ONNX int8 "
+                   "sorted batches (production backend speed).")
+@click.option("--kafka", is_flag=True,
+              help="Instead: end to end through Kafka and `chatmon worker` processes "
+                   "(pipeline.bench.kafka; CHATMON_KAFKA_BOOTSTRAP or --tansu).")
+@click.option("--kafka-workers", type=int, default=1, show_default=True)
+@click.option("--kafka-rate", type=float, default=50.0, show_default=True,
+              help="Turns/s for the fixed-rate latency phase.")
+@click.option("--tansu", is_flag=True, help="Start a local tansu broker for --kafka.")
+@pass_ctx
+def bench_cmd(obj: Ctx, as_json: bool, markdown: bool, turns: int, file: Path | None,
+              batch_size: int | None, detectors: str | None, naive_turns: int,
+              no_per_detector: bool, no_uncached: bool, transformer: bool, kafka: bool,
+              kafka_workers: int, kafka_rate: float, tansu: bool) -> None:
+    """Run the full pipeline, each detector alone and a naive baseline, each in a fresh process
+    against a temporary SQLite store, after a warm-up; print turns/s, p50/p95/p99 latency
+    (ingest to stored result) and peak RSS."""
+    from pipeline.bench.embedded import run_bench
+
+    if kafka:
+        _kafka(obj, turns, kafka_workers, kafka_rate, tansu)
+        return
+    if transformer:
+        from pipeline.bench import transformer as bench_transformer
+
+        out = bench_transformer.run(n_texts=min(turns, 512))
+        click.echo(json.dumps(out, indent=2))
+        return
+    from pipeline.bench.report import render_markdown, render_table
+
+    settings = obj.settings()
+    names = tuple(d.strip() for d in detectors.split(",") if d.strip()) if detectors else ()
+    quiet = as_json or markdown
+    result = run_bench(
+        turns=turns, batch_size=batch_size or settings.batch_size,
+        detectors=names or settings.enabled_detectors(), file=file, naive_turns=naive_turns,
+        per_detector=not no_per_detector, encoder_backend=settings.encoder_backend,
+        uncached=not no_uncached,
+        progress=None if quiet else lambda label: click.echo(f"measuring {label} ...", err=True))
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    elif markdown:
+        click.echo(render_markdown(result, "chatmon bench --markdown"), nl=False)
+    else:
+        click.echo(render_table(result))
+
+
+def _kafka(obj: Ctx, turns: int, workers: int, rate: float, tansu: bool) -> None:
+    from contextlib import ExitStack
+
+    from pipeline.bench import kafka as kbench
+
+    settings = obj.settings()
+    with ExitStack() as stack:
+        if tansu:
+            settings = settings.model_copy(
+                update={"kafka_bootstrap": stack.enter_context(kbench.tansu())})
+        click.echo(json.dumps(kbench.bench_kafka(settings, turns, rate, workers), indent=2))

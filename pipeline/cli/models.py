@@ -1,0 +1,43 @@
+"""``chatmon models fetch|list``: production model weights in the local model directory."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from pipeline.cli.context import Ctx, pass_ctx
+
+
+@click.group("models")
+def models_group() -> None:
+    """Production model weights in the local model directory (CHATMON_MODEL_DIR)."""
+
+
+@models_group.command("fetch")
+@click.argument("names", nargs=-1)
+@click.option("--timeout", type=float, default=60.0, show_default=True)
+@pass_ctx
+def models_fetch(obj: Ctx, names: tuple[str, ...], timeout: float) -> None:
+    """Download and verify the pinned production weights NAMES (default: all) into the model
+    directory. Run it where the internet exists (e.g. an image build); detectors only read it."""
+    from pipeline.models_fetch import MODELS, fetch
+
+    model_dir = obj.settings().model_dir
+    for manifest in fetch(list(names) or list(MODELS), model_dir, timeout):
+        click.echo(f"fetched {manifest.get('name', '?')} into {model_dir}")
+
+
+@models_group.command("list")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def models_list(obj: Ctx, as_json: bool) -> None:
+    """Known production models and whether they are present in the model directory."""
+    from pipeline.models_fetch import list_models
+
+    rows = list_models(obj.settings().model_dir)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        click.echo(f"{r['name']:<24} {'present' if r['present'] else 'missing':<8} {r['dir']}")
