@@ -14,12 +14,16 @@ export TOKENIZERS_PARALLELISM := false
 install: $(STAMP)
 
 # Re-install when the dependency list or the pins change.
+# pip's own notes (index locations, the editable-install banner) go to a log, not to the user;
+# on failure the log's tail is shown.
 $(STAMP): pyproject.toml constraints.txt
-	$(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --upgrade pip $(CONSTRAINTS)
-	$(PIP) install --quiet $(CONSTRAINTS) torch==2.13.0
-	$(PIP) install --quiet $(CONSTRAINTS) -e ".[dev]"
-	touch $(STAMP)
+	@echo "setting up $(VENV) (pip log: $(VENV)/install.log) ..."
+	@$(PYTHON) -m venv $(VENV)
+	@{ $(PIP) install --upgrade pip $(CONSTRAINTS) \
+	  && $(PIP) install $(CONSTRAINTS) torch==2.13.0 \
+	  && $(PIP) install $(CONSTRAINTS) -e ".[dev]"; } > $(VENV)/install.log 2>&1 \
+	  || { tail -n 40 $(VENV)/install.log; echo "pip install failed: see $(VENV)/install.log"; exit 1; }
+	@touch $(STAMP)
 
 # Debian packages the integration tests run against (Prometheus, Alertmanager, Chromium).
 # Skipped when present; needs root (CI and these machines run as root).

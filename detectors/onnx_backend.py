@@ -23,9 +23,12 @@ exported with eager attention instead (``fuse_attention``), which ONNX Runtime f
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +86,8 @@ def export_and_quantize(module: Any, sample: dict[str, Any], output_names: Seque
         raise DetectorError("the onnx-int8 backend needs: pip install 'chatmon[models]'") from exc
     names = list(sample)
     axes = {n: {0: "batch", 1: "seq"} for n in [*names, *output_names]}
-    with tempfile.TemporaryDirectory(dir=dest.parent if dest.parent.exists() else None) as tmp:
+    with (tempfile.TemporaryDirectory(dir=dest.parent if dest.parent.exists() else None) as tmp,
+          _quiet_export()):
         fp32, fused = Path(tmp) / "fp32.onnx", Path(tmp) / "fused.onnx"
         with torch.inference_mode():
             torch.onnx.export(module, tuple(sample[n] for n in names), str(fp32),
@@ -99,6 +103,31 @@ def export_and_quantize(module: Any, sample: dict[str, Any], output_names: Seque
                              extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
 
         return atomic_write(dest, quantize)
+
+
+class _DropQuantizationHint(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "pre-processing before quantization" not in record.getMessage()
+
+
+@contextmanager
+def _quiet_export() -> Iterator[None]:
+    """Silence the exporter's notes a user cannot act on: torch's tracer warnings (the traced
+    branches depend only on shapes, and the exported graph is checked against torch in the
+    tests), the advanced-indexing note (no index is ever negative here) and ONNX Runtime's hint,
+    logged on the root logger, to pre-process before quantizing (a step for vision models)."""
+    import torch
+
+    hint = _DropQuantizationHint()
+    root = logging.getLogger()
+    root.addFilter(hint)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+            warnings.filterwarnings("ignore", message="Exporting aten::index operator")
+            yield
+    finally:
+        root.removeFilter(hint)
 
 
 def session(path: Path, threads: int | None = None) -> Any:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -145,3 +148,30 @@ def test_an_unreachable_database_is_one_line_without_the_password(monkeypatch, c
     assert exit_.value.code == 2
     assert err.startswith("error: cannot use the database") and "refused" in err
     assert "hunter2" not in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_a_first_run_prints_only_chatmons_own_output(tmp_path: Path) -> None:
+    """On a fresh machine the first run exports the encoder to ONNX (no cache under a new
+    HOME): torch's tracer notes, ONNX Runtime's quantization hint and weight-loading progress
+    bars must not reach the user. The interpreter's default warning filters apply, as for a
+    user (pytest's are not inherited by the child)."""
+    import subprocess
+
+    src = tmp_path / "turns.jsonl"
+    src.write_text("\n".join(json.dumps(t) for t in [
+        {"conversation_id": "c1", "turn": 0, "role": "user", "text": "My parcel is late.",
+         "ts": "2026-11-20T10:00:00Z"},
+        {"conversation_id": "c1", "turn": 1, "role": "assistant",
+         "text": "I'm sorry it is late. Let me check where it is.", "ts": "2026-11-20T10:00:05Z"},
+    ]) + "\n")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CHATMON_", "PYTHONWARNINGS", "HF_HUB_DISABLE"))}
+    env.update(HOME=str(tmp_path / "home"), CHATMON_DETECTORS='["empathy"]',
+               CHATMON_DATABASE_URL=f"sqlite:///{tmp_path / 'c.db'}")
+    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(src), "--no-progress"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert list((tmp_path / "home" / ".cache" / "chatmon" / "onnx").glob("*.onnx"))  # exported
+    assert proc.stderr == ""
+    assert proc.stdout.startswith("chatmon run finished")

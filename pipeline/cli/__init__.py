@@ -49,6 +49,7 @@ def cli(ctx: click.Context, config: Path | None) -> None:
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a model hub at run time
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no weight-loading bars in logs
     ctx.obj = Ctx(config)
     configure_logging(ctx.obj.settings().log_level)
 
