@@ -35,8 +35,11 @@ run: install
 	$(VENV)/bin/chatmon run --metrics-port $(METRICS_PORT) examples/transcripts.jsonl
 	$(VENV)/bin/chatmon report --out reports/weekly.html
 
+# After the suite, a quick speed smoke run (fresh text, 300 turns): it prints the figures so a
+# regression shows in CI's log; it fails only if the pipeline cannot run, never on a timing.
 test: install system-deps
 	$(PY) -m pytest -q
+	$(VENV)/bin/chatmon bench --quick
 
 lint: install
 	$(VENV)/bin/ruff check pipeline detectors dashboards tests

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pipeline.bench.embedded import EXAMPLES, corpus_lines
+from pipeline.bench.corpus import EXAMPLES, corpus_lines, read_source
 from pipeline.bench.report import render_markdown, render_table, targets
 from pipeline.cli import cli
 
@@ -17,12 +17,43 @@ LATENCY_KEYS = {"turns_per_s", "p50_ms", "p95_ms", "p99_ms", "peak_rss_mb"}
 
 def test_corpus_repeats_whole_conversations_under_fresh_ids() -> None:
     base = [json.loads(x) for x in EXAMPLES.read_text().splitlines() if x.strip()]
-    lines = [json.loads(x) for x in corpus_lines(len(base) * 2 + 3, "b")]
+    lines = [json.loads(x) for x in corpus_lines(len(base) * 2 + 3, "b", EXAMPLES)]
     assert len(lines) == len(base) * 2 + 3
     keys = {(r["conversation_id"], r["turn"]) for r in lines}
     assert len(keys) == len(lines)  # no duplicate (conversation, turn): nothing is deduplicated
     assert [r["text"] for r in lines[: len(base)]] == [r["text"] for r in base]
     assert lines[len(base)]["conversation_id"] != lines[0]["conversation_id"]
+
+
+def test_replay_conversations_become_events(tmp_path: Path) -> None:
+    """The cs-transcripts replay format (one conversation per line) is read as chatmon events:
+    system actions and empty turns skipped, turns numbered, times increasing, a bot per source."""
+    src = tmp_path / "replay.jsonl"
+    src.write_text(json.dumps({"source": "sgd", "conversation_id": "7", "turns": [
+        {"role": "user", "text": "I need a table for two."},
+        {"role": "system_action", "text": "Looked up restaurants."},
+        {"role": "assistant", "text": "Which city?"}, {"role": "user", "text": "  "},
+        {"role": "user", "text": "Lyon."}]}) + "\n")
+    events = read_source(src)
+    assert [(e["turn"], e["role"], e["text"]) for e in events] == [
+        (0, "user", "I need a table for two."), (1, "assistant", "Which city?"),
+        (2, "user", "Lyon.")]
+    assert {e["conversation_id"] for e in events} == {"sgd-7"}
+    assert {e["bot_id"] for e in events} == {"replay-sgd"}
+    assert [e["ts"] for e in events] == sorted(e["ts"] for e in events)
+    assert len(set(e["ts"] for e in events)) == 3 and events[0]["ts"].endswith("Z")
+
+
+def test_the_warm_up_shares_no_conversation_with_the_measured_corpus(tmp_path: Path) -> None:
+    src = tmp_path / "turns.jsonl"
+    src.write_text("\n".join(json.dumps({"conversation_id": f"c{c}", "turn": t, "role": "user",
+                                         "text": f"text {c} {t}", "ts": "2026-01-01T00:00:00Z"})
+                             for c in range(10) for t in range(3)) + "\n")
+    measured = [json.loads(x)["text"] for x in corpus_lines(9, "b", src)]
+    warm = [json.loads(x)["text"] for x in corpus_lines(9, "w", src, from_end=True)]
+    assert measured[:3] == ["text 0 0", "text 0 1", "text 0 2"]
+    assert warm[:3] == ["text 9 0", "text 9 1", "text 9 2"]
+    assert not set(measured) & set(warm)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +76,10 @@ def bench_json(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 def test_bench_json_shape(bench_json: dict) -> None:
-    assert set(bench_json) >= {"pipeline", "detectors", "naive", "speedup_vs_naive", "machine"}
+    assert list(bench_json)[0] == "pipeline_fresh_text"  # the headline comes first
+    assert set(bench_json) >= {"pipeline_fresh_text", "pipeline", "detectors", "naive",
+                               "speedup_vs_naive", "speedup_vs_naive_cached", "machine"}
+    assert set(bench_json["pipeline_fresh_text"]) >= LATENCY_KEYS
     assert set(bench_json["pipeline"]) >= LATENCY_KEYS
     assert set(bench_json["detectors"]) == {"repetition"}
     assert set(bench_json["detectors"]["repetition"]) >= LATENCY_KEYS
@@ -54,7 +88,8 @@ def test_bench_json_shape(bench_json: dict) -> None:
 
 
 def test_bench_values_are_sane(bench_json: dict) -> None:
-    p = bench_json["pipeline"]
+    p = bench_json["pipeline_fresh_text"]
+    assert bench_json["pipeline"]["turns"] == 60
     assert p["turns"] == 60 and p["detector_errors"] == {}
     assert p["turns_per_s"] > 0 and p["seconds"] > 0
     assert 0 < p["p50_ms"] <= p["p95_ms"] <= p["p99_ms"]
@@ -67,11 +102,12 @@ def test_bench_values_are_sane(bench_json: dict) -> None:
 
 def test_table_and_markdown_render_every_configuration(bench_json: dict) -> None:
     table = render_table(bench_json)
-    assert "pipeline (all detectors)" in table and "repetition alone" in table
+    assert table.index("pipeline, fresh text") < table.index("pipeline, caches on")
+    assert "repetition alone" in table
     assert "naive baseline" in table
     md = render_markdown(bench_json, "chatmon bench --markdown")
     assert "| naive baseline |" in md and "chatmon bench --markdown" in md
-    assert md.count("| yes |") + md.count("| MISS |") == len(targets(bench_json)) == 4
+    assert md.count("| yes |") + md.count("| MISS |") == len(targets(bench_json)) == 5
 
 
 def test_an_unknown_detector_is_reported_not_crashed(tmp_path: Path) -> None:
@@ -79,7 +115,18 @@ def test_an_unknown_detector_is_reported_not_crashed(tmp_path: Path) -> None:
                                    "--naive-turns", "2"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
-    assert "error" in out["pipeline"] and out["speedup_vs_naive"] is None
+    assert "error" in out["pipeline_fresh_text"] and out["speedup_vs_naive"] is None
+
+
+def test_quick_mode_runs_only_the_fresh_text_pipeline(tmp_path: Path) -> None:
+    res = CliRunner().invoke(cli, ["bench", "--quick", "--json", "--turns", "12",
+                                   "--detectors", "repetition,manipulation"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert set(out) & {"pipeline", "naive", "detectors"} == set()
+    fresh = out["pipeline_fresh_text"]
+    assert fresh["turns"] == 12 and fresh["turns_per_s"] > 0 and fresh["detector_errors"] == {}
+    assert fresh["encoder_cache"] is False
 
 
 @pytest.mark.slow

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-# Targets from the speed issue (2 cores, offline defaults, full pipeline, SQLite).
-TARGETS = {"turns_per_s": 300.0, "p99_ms": 250.0, "speedup_vs_naive": 5.0, "peak_rss_mb": 1536.0}
+# Targets from the speed issue (2 cores, offline defaults, full pipeline, SQLite): fresh text
+# (every cache of seen text off) is the headline.
+TARGETS = {"fresh_turns_per_s": 250.0, "fresh_p99_ms": 250.0, "cached_turns_per_s": 300.0,
+           "peak_rss_mb": 1536.0, "speedup_vs_naive": 5.0}
 _COLS = ("turns_per_s", "p50_ms", "p95_ms", "p99_ms", "peak_rss_mb")
 
 
 def _rows(result: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    rows = [("pipeline (all detectors)", result["pipeline"])]
-    if "pipeline_uncached_encoder" in result:
-        rows.append(("pipeline, caches off (new text)", result["pipeline_uncached_encoder"]))
+    rows = [("pipeline, fresh text", result["pipeline_fresh_text"])]
+    if "pipeline" in result:
+        rows.append(("pipeline, caches on", result["pipeline"]))
     rows += [(f"  {name} alone", res) for name, res in result.get("detectors", {}).items()]
-    rows.append(("naive baseline", result["naive"]))
+    if "naive" in result:
+        rows.append(("naive baseline", result["naive"]))
     return rows
 
 
@@ -32,24 +35,29 @@ def render_table(result: dict[str, Any]) -> str:
             continue
         lines.append(f"{label:<30}" + "".join(f"{_cell(res, c):>13}" for c in _COLS))
     m = result["machine"]
-    lines += ["", f"speedup vs naive: {result.get('speedup_vs_naive')}",
-              f"machine: {m['cores']} cores, {m['cpu_model']}; load average "
+    lines.append("")
+    if "naive" in result:
+        lines.append(f"speedup vs naive: {result.get('speedup_vs_naive')} (fresh text), "
+                     f"{result.get('speedup_vs_naive_cached')} (caches on)")
+    lines += [f"machine: {m['cores']} cores, {m['cpu_model']}; load average "
               f"{m['load_avg_start']} at start, {m['load_avg_end']} at end"]
     return "\n".join(lines)
 
 
 def targets(result: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
     """(what, target, measured, met) for the issue's targets."""
-    p = result["pipeline"]
+    fresh, warm = result["pipeline_fresh_text"], result.get("pipeline", {})
+    rss = [v for v in (fresh.get("peak_rss_mb"), warm.get("peak_rss_mb")) if v is not None]
+    rows = (("fresh text: turns/s", ">=", "fresh_turns_per_s", fresh.get("turns_per_s")),
+            ("fresh text: p99 latency (ms)", "<=", "fresh_p99_ms", fresh.get("p99_ms")),
+            ("caches on: turns/s", ">=", "cached_turns_per_s", warm.get("turns_per_s")),
+            ("peak RSS (MB)", "<=", "peak_rss_mb", max(rss) if rss else None),
+            ("speedup vs naive (fresh text)", ">=", "speedup_vs_naive",
+             result.get("speedup_vs_naive")))
     out = []
-    for key, what, cmp in (("turns_per_s", "pipeline turns/s", ">="),
-                           ("p99_ms", "pipeline p99 latency (ms)", "<="),
-                           ("peak_rss_mb", "pipeline peak RSS (MB)", "<=")):
-        v = p.get(key)
+    for what, cmp, key, v in rows:
         met = v is not None and (v >= TARGETS[key] if cmp == ">=" else v <= TARGETS[key])
         out.append((what, f"{cmp} {TARGETS[key]:g}", str(v), met))
-    s = result.get("speedup_vs_naive")
-    out.append(("speedup vs naive", ">= 5", str(s), s is not None and s >= 5))
     return out
 
 
@@ -64,12 +72,17 @@ def render_markdown(result: dict[str, Any], command: str, extra: str = "") -> st
         f"{m['python']})",
         f"- Load average (1, 5, 15 min) at start {m['load_avg_start']}, at end "
         f"{m['load_avg_end']} (other work on the machine inflates the timings)",
-        f"- Corpus: `{st['corpus']}` repeated to {st['turns']} turns under fresh conversation "
-        f"ids; batch size {st['batch_size']}; store {st['store']}; shared encoder "
-        f"`{st['encoder_backend']}`; naive baseline on the first {st['naive_turns']} turns",
+        f"- Corpus: {st['turns']} turns of `{st['corpus']}` ({st['source_turns']} turns; "
+        f"repeated under fresh conversation ids only if it is shorter), after a warm-up of "
+        f"{st['warmup_turns']} other turns; batch size {st['batch_size']}; store "
+        f"{st['store']}; shared encoder `{st['encoder_backend']}`; naive baseline on the first "
+        f"{st['naive_turns']} turns",
         f"- Reproduce: `{command}`", "",
-        "Latency is ingest to stored result: per turn, from reading its record to the commit "
-        "of its batch. Peak RSS is each configuration's own process (fresh subprocess).", "",
+        "Fresh text: every cache of seen text is off (encoder vectors, PII results), so each "
+        "turn costs what a never-seen turn costs; caches on: the same corpus, where its own "
+        "repetition hits the caches. Each detector alone runs with the caches off. Latency is "
+        "ingest to stored result: per turn, from reading its record to the commit of its batch. "
+        "Peak RSS is each configuration's own process (fresh subprocess).", "",
         "| configuration | turns/s | p50 ms | p95 ms | p99 ms | peak RSS MB |",
         "|---|---:|---:|---:|---:|---:|",
     ]
@@ -78,10 +91,10 @@ def render_markdown(result: dict[str, Any], command: str, extra: str = "") -> st
             lines.append(f"| {label.strip()} | error: {res['error']} | | | | |")
             continue
         lines.append(f"| {label.strip()} | " + " | ".join(_cell(res, c) for c in _COLS) + " |")
-    lines += ["", f"Speedup of the pipeline over the naive baseline: "
-              f"**{result.get('speedup_vs_naive')}x** ({result['naive'].get('method', '')}); "
-              f"with the pipeline's caches of seen text off as well: "
-              f"{result.get('speedup_vs_naive_encoder_cache_off')}x.",
+    lines += ["", f"Speedup of the pipeline on fresh text over the naive baseline: "
+              f"**{result.get('speedup_vs_naive')}x** "
+              f"({result.get('naive', {}).get('method', 'not run')}); with the caches on: "
+              f"{result.get('speedup_vs_naive_cached')}x.",
               "", "## Targets", "", "| target | wanted | measured | met |", "|---|---|---|---|"]
     lines += [f"| {w} | {t} | {v} | {'yes' if ok else 'MISS'} |"
               for w, t, v, ok in targets(result)]

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.bench.embedded import EXAMPLES
+from pipeline.bench.corpus import EXAMPLES
 
 FLOP_CEILING_GFLOPS = 180.0  # fp32, 2 threads, measured on these machines (issue 8)
 

@@ -13,19 +13,25 @@ from pipeline.cli.context import Ctx, pass_ctx
 @click.command("bench")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--markdown", "markdown", is_flag=True, help="Print the BENCHMARKS.md page.")
-@click.option("--turns", type=int, default=5000, show_default=True,
-              help="Turns in the measured corpus (the example transcripts repeated).")
+@click.option("--turns", type=int, default=None,
+              help="Turns in the measured corpus [default: 5000; 300 with --quick].")
 @click.option("--file", "file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              default=None, help="JSON Lines turns to repeat instead of the examples.")
+              default=None,
+              help="Turns to measure on: chatmon events (JSON Lines) or conversations in the "
+                   "cs-transcripts replay format. Default: ../shared/evaldata/cs-transcripts/"
+                   "replay_turns.jsonl when present, else the example transcripts.")
 @click.option("--batch-size", type=int, default=None, help="Turns per batch (settings default).")
 @click.option("--detectors", default=None,
               help="Comma-separated detectors (default: every enabled detector).")
 @click.option("--naive-turns", type=int, default=500, show_default=True,
               help="Turns for the naive one-message-at-a-time baseline.")
 @click.option("--no-per-detector", is_flag=True, help="Skip the each-detector-alone runs.")
-@click.option("--no-uncached", is_flag=True,
-              help="Skip the extra pipeline run with every cache of seen text off "
-                   "(encoder vectors, PII results): the cost of never-seen text.")
+@click.option("--no-cached", is_flag=True,
+              help="Skip the pipeline run with the caches of seen text on (the headline run, "
+                   "fresh text with every cache off, always runs).")
+@click.option("--quick", is_flag=True,
+              help="Only the fresh-text pipeline on 300 turns: a smoke run for CI that prints "
+                   "the figures (no per-detector, cached or naive runs; no threshold).")
 @click.option("--transformer", is_flag=True,
               help="Instead: a random BERT-base classifier, PyTorch one by one vs ONNX int8 "
                    "sorted batches (production backend speed).")
@@ -37,15 +43,17 @@ from pipeline.cli.context import Ctx, pass_ctx
               help="Turns/s for the fixed-rate latency phase.")
 @click.option("--tansu", is_flag=True, help="Start a local tansu broker for --kafka.")
 @pass_ctx
-def bench_cmd(obj: Ctx, as_json: bool, markdown: bool, turns: int, file: Path | None,
+def bench_cmd(obj: Ctx, as_json: bool, markdown: bool, turns: int | None, file: Path | None,
               batch_size: int | None, detectors: str | None, naive_turns: int,
-              no_per_detector: bool, no_uncached: bool, transformer: bool, kafka: bool,
-              kafka_workers: int, kafka_rate: float, tansu: bool) -> None:
-    """Run the full pipeline, each detector alone and a naive baseline, each in a fresh process
+              no_per_detector: bool, no_cached: bool, quick: bool, transformer: bool,
+              kafka: bool, kafka_workers: int, kafka_rate: float, tansu: bool) -> None:
+    """Run the full pipeline on fresh text (every cache of seen text off: the headline), the
+    same with caches on, each detector alone and a naive baseline, each in a fresh process
     against a temporary SQLite store, after a warm-up; print turns/s, p50/p95/p99 latency
     (ingest to stored result) and peak RSS."""
     from pipeline.bench.embedded import run_bench
 
+    turns = turns or (300 if quick else 5000)
     if kafka:
         _kafka(obj, turns, kafka_workers, kafka_rate, tansu)
         return
@@ -63,8 +71,8 @@ def bench_cmd(obj: Ctx, as_json: bool, markdown: bool, turns: int, file: Path | 
     result = run_bench(
         turns=turns, batch_size=batch_size or settings.batch_size,
         detectors=names or settings.enabled_detectors(), file=file, naive_turns=naive_turns,
-        per_detector=not no_per_detector, encoder_backend=settings.encoder_backend,
-        uncached=not no_uncached,
+        per_detector=not (no_per_detector or quick), encoder_backend=settings.encoder_backend,
+        cached=not (no_cached or quick), naive=not quick,
         progress=None if quiet else lambda label: click.echo(f"measuring {label} ...", err=True))
     if as_json:
         click.echo(json.dumps(result, indent=2))
