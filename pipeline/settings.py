@@ -26,7 +26,7 @@ class Settings(BaseSettings):
     detectors: tuple[str, ...] = ()
     detector_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # Policy: a finding whose score reaches its label's threshold is "flagged". Labels not listed
-    # fall back to their detector's entry, then to "default". Shipped values: pipeline/policy.json.
+    # fall back to their detector's entry, then to "default". Shipped: pipeline/policy/*.json.
     thresholds: dict[str, float] = Field(default_factory=dict)
 
     max_text_chars: int = 20_000

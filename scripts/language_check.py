@@ -1,5 +1,5 @@
 """How often the language rule of ``pipeline.scoring.language`` moves a turn away from English,
-and how often it recognises other languages (the numbers in the README's "Languages" section).
+and how often it recognises other languages (the numbers in docs/languages.md).
 
     .venv/bin/python scripts/language_check.py --data ../shared/evaldata
 

@@ -19,7 +19,7 @@ from pipeline import metrics as m
 from pipeline.alerts.rules import RATIO_KINDS, RULES, AlertRule, duration
 
 GROUP = "chatmon"
-RUNBOOK_DOC = "README.md#{anchor}"
+RUNBOOK_DOC = "docs/alerts.md#{anchor}"
 
 
 def _by(rule: AlertRule) -> str:

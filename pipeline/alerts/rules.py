@@ -7,7 +7,7 @@ chatmon runs without Prometheus. Operators override numbers per rule with
 ``CHATMON_ALERT_RULES='{"ChatmonToxicityRate": {"threshold": 0.1}}'``.
 
 Severities: ``page`` wakes someone (PagerDuty), ``ticket`` goes to the team channel (Slack).
-The on-call section in ``README.md`` has one runbook line per rule.
+``docs/alerts.md`` has one section per rule, with its runbook line.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationErro
 
 from detectors.base import Turn
 
-# Machine-readable dead-letter reasons (the full list is in the README).
+# Machine-readable dead-letter reasons (the full list is in docs/input.md).
 INVALID_UTF8 = "invalid_utf8"
 INVALID_JSON = "invalid_json"
 NOT_AN_OBJECT = "not_an_object"

@@ -1,6 +1,6 @@
 """Each dashboard's layout, drawn from its JSON as static HTML and screenshotted in headless
-Chromium into docs/img/dashboard-<uid>.png (the README shows them). The browser checks that
-every panel is drawn where its gridPos says, without overlapping another."""
+Chromium into docs/img/dashboard-<uid>.png (docs/dashboards.md shows them). The browser checks
+that every panel is drawn where its gridPos says, without overlapping another."""
 
 from __future__ import annotations
 
