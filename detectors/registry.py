@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from detectors.base import Detector
+from detectors.base import Detector, DetectorError
 
 Factory = Callable[[Mapping[str, Any]], Detector]
 
@@ -33,7 +33,10 @@ def _factory(target: str) -> Factory:
 
     def build(options: Mapping[str, Any]) -> Detector:
         cls = getattr(importlib.import_module(module_name), class_name)
-        return cls(**dict(options))
+        try:
+            return cls(**dict(options))
+        except TypeError as exc:  # an unknown or missing option: say which, no traceback
+            raise DetectorError(f"bad detector options {sorted(options)}: {exc}") from exc
 
     build.__qualname__ = f"build_{class_name}"
     build.module = module_name  # type: ignore[attr-defined]

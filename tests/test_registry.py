@@ -52,3 +52,29 @@ def test_detector_gets_its_examples_right(name: str) -> None:
 def test_unknown_detector_is_a_clear_error() -> None:
     with pytest.raises(KeyError, match="registered"):
         create("nope")
+
+
+def test_an_unknown_option_is_a_clear_error_naming_it() -> None:
+    from detectors.base import DetectorError
+    from detectors.registry import create
+
+    with pytest.raises(DetectorError, match="bad detector options.*'colour'.*colour"):
+        create("toxicity", {"colour": "blue"})
+    assert create("toxicity", {}).name == "toxicity"  # the same detector, valid options
+
+
+def test_the_cli_reports_a_bad_option_in_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    src = tmp_path / "t.jsonl"
+    src.write_text('{"conversation_id": "c", "turn": 0, "role": "assistant", "text": "Hi", '
+                   '"ts": "2026-11-20T10:00:00Z"}\n')
+    env = {"CHATMON_DETECTORS": '["toxicity"]', "PATH": "/usr/bin:/bin",
+           "CHATMON_DETECTOR_OPTIONS": '{"toxicity": {"colour": "blue"}}',
+           "CHATMON_DATABASE_URL": f"sqlite:///{tmp_path / 'c.db'}", "HOME": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(src)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: bad detector options ['colour']")
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
