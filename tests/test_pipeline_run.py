@@ -183,6 +183,27 @@ def test_raw_text_is_opt_in_and_expires(sqlite_url, make_processor, tmp_path):  
         assert conn.execute(text("select text_raw from turns")).scalar_one() is None
 
 
+def test_a_kafka_worker_purges_expired_raw_text_when_it_starts(sqlite_url, make_processor,  # type: ignore[no-untyped-def]
+                                                               tmp_path):
+    from datetime import UTC, datetime, timedelta
+
+    from pipeline.kafka.app import build_processors
+
+    src = tmp_path / "t.jsonl"
+    src.write_text(json.dumps({"conversation_id": "r", "turn": 0, "role": "user",
+                               "text": "call me at 212-555-0188", "ts": "2026-11-20T10:00:00Z"}))
+    proc = make_processor(sqlite_url, keep_raw_text=True, raw_retention_days=1)
+    runner.run([str(src)], proc.settings, progress=False, processor=proc)
+    engine = create_engine(sqlite_url)
+    with engine.begin() as conn:
+        conn.execute(text("update turns set raw_expires_at = :p"),
+                     {"p": datetime.now(UTC) - timedelta(days=2)})
+    build_processors(proc.settings.model_copy(update={"detectors": ("repetition",)}),
+                     migrate=False)
+    with engine.connect() as conn:
+        assert conn.execute(text("select text_raw from turns")).scalar_one() is None
+
+
 def test_sigterm_flushes_pending_turns_while_stdin_stays_open(tmp_path):  # type: ignore[no-untyped-def]
     """`chatmon run -` with an idle, open stdin: SIGTERM stores what was read, then exits."""
     import os

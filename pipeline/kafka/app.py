@@ -19,6 +19,7 @@ from typing import Any
 import faust
 
 from pipeline import __version__
+from pipeline.errors import SinkError
 from pipeline.kafka import offsets
 from pipeline.kafka.agents import Stage
 from pipeline.kafka.lag import WorkerStats
@@ -34,6 +35,7 @@ from pipeline.store.sink import Sink
 
 log = logging.getLogger(__name__)
 REPETITION = "repetition"
+RAW_PURGE_INTERVAL_S = 3600.0
 # The worker's HTTP endpoints on --web-port (deploy/ probes and scrape configs point here).
 HEALTH_PATH, READY_PATH, METRICS_PATH = "/health", "/ready", "/metrics"
 
@@ -79,6 +81,7 @@ def build_processors(settings: Settings, migrate: bool) -> Processors:
     if migrate:
         db.upgrade(settings.database_url)
     sink = Sink(db.make_engine(settings.database_url))
+    sink.purge_expired_raw()  # opt-in raw text past its retention (also hourly, below)
     names = settings.enabled_detectors()
     first = DetectorSuite.from_names([n for n in names if n != REPETITION],
                                      settings.detector_options,
@@ -155,6 +158,15 @@ def make_app(opts: WorkerOptions, procs: Processors, stats: WorkerStats) -> faus
         async def track_repetition(stream: Any) -> None:
             async for events in stream.take_events(opts.batch_size, within=opts.within_s):
                 await stage2.handle(events)
+
+    @app.timer(RAW_PURGE_INTERVAL_S)
+    async def purge_raw() -> None:
+        """A worker runs for weeks: opt-in raw text must expire while it does."""
+        if procs.stage1.settings.keep_raw_text:
+            try:
+                await stage1.run_blocking(procs.stage1.sink.purge_expired_raw)
+            except SinkError as exc:  # the store is down: the next tick tries again
+                log.warning("raw text purge failed: %s", exc)
 
     _observability(app, stats, {opts.turns_topic, opts.phrases_topic})
     return app
