@@ -38,6 +38,7 @@ class RunSummary:
     database: str
     dead_letter_files: list[str] = field(default_factory=list)
     interrupted: bool = False
+    policy_version: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         r = self.report
@@ -54,6 +55,8 @@ class RunSummary:
             "findings": dict(sorted(by_detector.items())),
             "findings_by_label": {lab: n for (_, lab), n in sorted(r.findings.items())},
             "flagged_by_label": {lab: n for (_, lab), n in sorted(r.flagged.items())},
+            "suppressed_by_label": {lab: n for (_, lab), n in sorted(r.suppressed.items())},
+            "policy_version": self.policy_version,
             "dead_lettered": sum(r.dead_letters.values()),
             "dead_letter_reasons": dict(sorted(r.dead_letters.items())),
             "detector_errors": dict(r.detector_errors),
@@ -142,7 +145,7 @@ def run(paths: Sequence[str], settings: Settings, progress: bool = True,
                 break
     seconds = time.perf_counter() - t0
     summary = RunSummary(run_id, list(paths), total, seconds, _safe_url(settings.database_url),
-                         dlq_files, stop.requested)
+                         dlq_files, stop.requested, proc.policy.version)
     proc.sink.finish_run(run_id, summary.as_dict(), seconds)
     return summary
 
