@@ -42,12 +42,13 @@ class Reviewed:
     present: bool
     rating: int | None
     reviewer: str
+    policy_version: str | None
 
 
 def load(engine: Engine, since: datetime | None = None,
          tenant: str | None = None) -> list[Reviewed]:
     q = (select(ReviewRow.finding_id, FindingRow.label, FindingRow.score, FindingRow.flagged,
-                ReviewRow.present, ReviewRow.rating, ReviewRow.reviewer)
+                ReviewRow.present, ReviewRow.rating, ReviewRow.reviewer, FindingRow.policy_version)
          .join(FindingRow, FindingRow.id == ReviewRow.finding_id)
          .order_by(FindingRow.label, ReviewRow.finding_id, ReviewRow.reviewer))
     if since is not None:
@@ -55,7 +56,7 @@ def load(engine: Engine, since: datetime | None = None,
     if tenant is not None:
         q = q.where(FindingRow.tenant == tenant)
     with engine.connect() as conn:
-        return [Reviewed(r[0], r[1], float(r[2]), bool(r[3]), bool(r[4]), r[5], r[6])
+        return [Reviewed(r[0], r[1], float(r[2]), bool(r[3]), bool(r[4]), r[5], r[6], r[7])
                 for r in conn.execute(q)]
 
 
@@ -149,6 +150,8 @@ def label_stats(rows: Sequence[Reviewed], target: float, min_reviewed: int) -> d
         "inter_rater": inter_rater(rows),
         "rating": rating(rows),
         "suggestion": suggestion.as_dict(),
+        # The policies that decided the reviewed flags (None: stored before versioning).
+        "policy_versions": sorted({r.policy_version or "none" for r in rows}),
     }
 
 
@@ -166,4 +169,5 @@ def agreement(engine: Engine, since: datetime | None = None, tenant: str | None 
             labels[label]["current_threshold"] = policy.threshold(label, tenant)
     return {"reviews": len(rows), "since": since.isoformat() if since else None,
             "tenant": tenant, "target_precision": target, "min_reviewed": min_reviewed,
-            "policy_version": policy.version if policy is not None else None, "labels": labels}
+            "current_policy_version": policy.version if policy is not None else None,
+            "labels": labels}

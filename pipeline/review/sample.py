@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine, exists, func, select
@@ -125,6 +125,13 @@ def answered(texts: Mapping[tuple[str, int], tuple[str, str]], conversation: str
     return "\n".join(reversed(parts))[-MAX_TEXT_CHARS:]
 
 
+def _utc(ts: datetime | None) -> str | None:
+    """SQLite hands back naive datetimes; every stored time is UTC."""
+    if ts is None:
+        return None
+    return (ts if ts.tzinfo else ts.replace(tzinfo=UTC)).isoformat()
+
+
 def _line(row: Any, texts: Mapping[tuple[str, int], tuple[str, str]]) -> dict[str, Any]:
     text = texts.get((row.conversation_id, row.turn), (row.role, ""))[1]
     return {
@@ -132,7 +139,7 @@ def _line(row: Any, texts: Mapping[tuple[str, int], tuple[str, str]]) -> dict[st
         "score": round(float(row.score), 4), "flagged": bool(row.flagged),
         "suppressed_by": row.suppressed_by, "policy_version": row.policy_version,
         "tenant": row.tenant, "bot_id": row.bot_id, "conversation_id": row.conversation_id,
-        "turn": row.turn, "role": row.role, "ts": row.ts.isoformat() if row.ts else None,
+        "turn": row.turn, "role": row.role, "ts": _utc(row.ts),
         "excerpt": row.excerpt, "text": text[:MAX_TEXT_CHARS],
         "answers": answered(texts, row.conversation_id, row.turn, row.role),
         # For the reviewer to fill in: present true|false, rating 0-2 (empathy mechanisms).
