@@ -58,7 +58,7 @@ class Unrated:
 
 
 _MESSAGES = {
-    "present": "present must be true or false (the signal is really there, or it is not)",
+    "present": "present must be true or false",
     "rating": "rating must be 0, 1 or 2 (as EPITOME rates the empathy mechanisms)",
     "reviewer": f"reviewer must be a string of at most {MAX_REVIEWER_CHARS} characters",
     "note": f"note must be a string of at most {MAX_NOTE_CHARS} characters",
@@ -92,7 +92,7 @@ def parse(data: Any, index: int, allow_unrated: bool) -> Review | LineError | Un
     if item.present is None:
         if allow_unrated:
             return Unrated(index)
-        return LineError(index, _MESSAGES["present"])
+        return LineError(index, "present must be true or false (is the signal really there?)")
     return Review(index, item.finding_id, item.present, item.rating,
                   (item.reviewer or "").strip(), (item.note or "").strip(), item.label)
 
