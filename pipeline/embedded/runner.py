@@ -20,6 +20,7 @@ from pipeline.alerts.embedded import alerting_session
 from pipeline.ingest.events import RawRecord
 from pipeline.ingest.readers import count_lines, read_records
 from pipeline.metrics import get_metrics
+from pipeline.policy.engine import Policy
 from pipeline.scoring.process import BatchReport, Processor
 from pipeline.scoring.suite import DetectorSuite
 from pipeline.settings import Settings
@@ -104,6 +105,7 @@ def _signals(stop: _Stop) -> Iterator[None]:
 
 def build_processor(settings: Settings, run_id: str, mode: str, source: str,
                     migrate: bool = True) -> Processor:
+    policy = Policy.from_settings(settings)  # a bad policy file fails before anything loads
     engine = db.make_engine(settings.database_url)
     if migrate:
         db.upgrade(settings.database_url)
@@ -113,7 +115,8 @@ def build_processor(settings: Settings, run_id: str, mode: str, source: str,
     sink = Sink(engine)
     sink.purge_expired_raw()
     sink.start_run(run_id, mode, source, suite.versions, __version__)
-    return Processor(settings, suite, sink, run_id=run_id, on_batch=get_metrics().on_batch)
+    return Processor(settings, suite, sink, run_id=run_id, on_batch=get_metrics().on_batch,
+                     policy=policy)
 
 
 def run(paths: Sequence[str], settings: Settings, progress: bool = True,

@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import Engine, select
 
@@ -75,7 +75,8 @@ def kappa(flagged: Sequence[bool], present: Sequence[bool]) -> float | None:
         return _number(cohen_kappa_score(list(flagged), list(present)))
 
 
-def alpha(rows: Sequence[Reviewed], field: str, level: str) -> float | None:
+def alpha(rows: Sequence[Reviewed], field: str,
+          level: Literal["nominal", "ordinal"]) -> float | None:
     """Krippendorff's alpha over findings with two or more values of ``field``; None where it is
     undefined (one value only)."""
     try:

@@ -112,6 +112,6 @@ def parse_line(line: str, index: int) -> Review | LineError | Unrated | None:
         return None
     try:
         data = json.loads(line)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         return LineError(index, f"not JSON: {exc.msg} at column {exc.colno}")
     return parse(data, index, allow_unrated=True)
