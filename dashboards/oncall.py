@@ -43,6 +43,10 @@ def _traffic() -> list[Panel]:
                    unit="ops", description="Findings at or above their policy threshold."),
         timeseries("Flagged turns per detector (per s)",
                    PromQuery(_rate(m.FLAGGED_TURNS, "detector"), "{{detector}}"), unit="ops"),
+        timeseries("Suppressed by the policy allow-list (per s)",
+                   PromQuery(_rate(m.SUPPRESSED, "tenant, label"), "{{tenant}} {{label}}"),
+                   unit="ops", description="Findings at their threshold that an allow-list "
+                                           "entry covered: stored unflagged, never paged."),
         timeseries("Turns stored per bot (per s)",
                    PromQuery(_rate(m.TURNS_PROCESSED, "bot, role"), "{{bot}} {{role}}"),
                    unit="ops"),

@@ -239,3 +239,28 @@ SELECT COUNT(*) AS failed
 FROM validation_results
 WHERE NOT success AND $__timeFilter(checked_at)
 """, (("failed", "number"),))
+
+# Reviews against flags, per label (chatmon review agreement computes the same numbers, and
+# Krippendorff's alpha and threshold suggestions besides). Kappa is Cohen's, from the two
+# marginals: (agreement - pe) / (1 - pe), with pe = pf * pp + (1 - pf) * (1 - pp).
+AGREEMENT = SqlQuery("""
+WITH r AS (
+  SELECT f.label,
+         CASE WHEN f.flagged THEN 1.0 ELSE 0.0 END AS fl,
+         CASE WHEN v.present THEN 1.0 ELSE 0.0 END AS pr
+  FROM reviews v JOIN findings f ON f.id = v.finding_id
+  WHERE $__timeFilter(f.ts)
+), s AS (
+  SELECT label, COUNT(*) AS n,
+         AVG(CASE WHEN fl = pr THEN 1.0 ELSE 0.0 END) AS agreement,
+         SUM(fl * pr) / NULLIF(SUM(fl), 0) AS flag_precision,
+         AVG(fl) * AVG(pr) + (1 - AVG(fl)) * (1 - AVG(pr)) AS pe
+  FROM r
+  GROUP BY label
+)
+SELECT label, n, agreement, flag_precision AS precision,
+       CASE WHEN pe < 1 THEN (agreement - pe) / (1 - pe) END AS kappa
+FROM s
+ORDER BY label
+""", (("label", "string"), ("n", "number"), ("agreement", "number"), ("precision", "number"),
+      ("kappa", "number")))

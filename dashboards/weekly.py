@@ -69,6 +69,17 @@ def _harms() -> list[Panel]:
     ]
 
 
+def _reviews() -> list[Panel]:
+    return [
+        row("Reviews: people against flags"),
+        table("Agreement with reviewers per label", q.AGREEMENT, width=24, height=7,
+              description="Reviews (chatmon review import, POST /v1/reviews) of findings in "
+                          "the range: n reviews, agreement (present = flagged), precision "
+                          "(present among flagged), Cohen's kappa. chatmon review agreement "
+                          "adds inter-rater alpha and threshold suggestions."),
+    ]
+
+
 def _drilldown() -> list[Panel]:
     return [
         row("Conversations"),
@@ -90,7 +101,7 @@ def _drilldown() -> list[Panel]:
 
 def build() -> Json:
     return dashboard(UID, "chatmon weekly quality",
-                     _empathy() + _repetition() + _harms() + _drilldown(),
+                     _empathy() + _repetition() + _harms() + _reviews() + _drilldown(),
                      default_source=POSTGRES,
                      description="Weekly view of empathy, repetition, toxicity, bias, "
                                  "manipulation and PII per bot, from the chatmon store.",

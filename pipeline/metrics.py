@@ -63,10 +63,13 @@ BATCH_SECONDS = "chatmon_batch_seconds"
 CONSUMER_LAG = "chatmon_consumer_lag"
 LABEL_VALUES_CAPPED = "chatmon_label_values_capped_total"
 NOT_SCORED_LANGUAGE = "chatmon_turns_not_scored_language_total"
+SUPPRESSED = "chatmon_findings_suppressed_total"
+POLICY_INFO = "chatmon_policy_info"
 
 ALL_METRICS = (EVENTS_RECEIVED, EVENTS_PROCESSED, TURNS_PROCESSED, FINDINGS, FLAGGED_TURNS,
                EMPATHY_SCORE, DETECTOR_SECONDS, DETECTOR_ERRORS, DEAD_LETTERS, SINK_ERRORS,
-               BATCH_SECONDS, CONSUMER_LAG, LABEL_VALUES_CAPPED, NOT_SCORED_LANGUAGE)
+               BATCH_SECONDS, CONSUMER_LAG, LABEL_VALUES_CAPPED, NOT_SCORED_LANGUAGE, SUPPRESSED,
+               POLICY_INFO)
 
 EMPATHY_LABEL = "empathy.score"
 MAX_LABEL_VALUES = 200
@@ -131,6 +134,11 @@ class PipelineMetrics:
         self.findings_c = Counter(_name(FINDINGS), "Stored findings; flagged=true when the "
                                   "policy threshold is reached.",
                                   ["detector", "label", "bot", "tenant", "flagged"], registry=r)
+        self.suppressed_c = Counter(_name(SUPPRESSED), "Findings at their policy threshold "
+                                    "that an allow-list entry suppressed (stored unflagged).",
+                                    ["detector", "label", "bot", "tenant"], registry=r)
+        self.policy_g = Gauge(POLICY_INFO, "1 for the policy version deciding flags in this "
+                              "process (findings record it too).", ["version"], registry=r)
         self.flagged_turns_c = Counter(_name(FLAGGED_TURNS), "Turns with at least one flagged "
                                        "finding of a detector.", ["detector", "bot", "tenant"],
                                        registry=r)
@@ -192,6 +200,8 @@ class PipelineMetrics:
     def on_batch(self, report: BatchReport) -> None:
         """The ``Processor(on_batch=...)`` observer."""
         self.processed_c.inc(report.records)
+        if report.policy_version:
+            self.policy_g.labels(version=report.policy_version).set(1)
         for row in report.turn_rows:
             self.turns_c.labels(bot=self._bot(row), tenant=self._tenant(row),
                                 role=row["role"]).inc()
@@ -222,6 +232,9 @@ class PipelineMetrics:
                                    tenant=tenant, flagged=str(flagged).lower()).inc()
             if flagged:
                 flagged_turns.add((row["turn_id"], row["detector"], bot, tenant))
+            if row.get("suppressed"):
+                self.suppressed_c.labels(detector=row["detector"], label=row["label"], bot=bot,
+                                         tenant=tenant).inc()
             if row["label"] == EMPATHY_LABEL:
                 self.empathy_h.labels(bot=bot).observe(float(row["score"]))
         for _, det, bot, tenant in flagged_turns:

@@ -28,6 +28,9 @@ class Settings(BaseSettings):
     # Policy: a finding whose score reaches its label's threshold is "flagged". Labels not listed
     # fall back to their detector's entry, then to "default". Shipped: pipeline/policy/*.json.
     thresholds: dict[str, float] = Field(default_factory=dict)
+    # A policy file (TOML: global, per-tenant and per-bot thresholds, allow-list entries;
+    # docs/review.md). Its global thresholds sit under `thresholds` above.
+    policy_file: Path | None = None
 
     max_text_chars: int = 20_000
     # 32: at full load on 2 cores a batch of 32 is done in about 70 ms (p99 about 110 ms) and

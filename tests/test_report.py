@@ -71,8 +71,11 @@ def test_report_is_self_contained(report: Path) -> None:
 def test_report_shows_every_section(report: Path) -> None:
     html = report.read_text()
     for text in ("Per bot: this week", "Worst conversations", "Data quality", "helpdesk-a",
-                 "care-c", "2026-11-13 18:08 to 2026-11-20 18:08"):
+                 "care-c", "2026-11-13 18:08 to 2026-11-20 18:08",
+                 "Reviewers against flags, per label"):
         assert text in html
+    agreement = html.split('<section id="agreement">', 1)[1].split("</section>", 1)[0]
+    assert "<td>empathy.score</td>" in agreement and "<td>pii.leak</td>" in agreement
     links = re.findall(r'href="#conv-([^"]+)"', html)
     assert len(links) == 10 and all(f'<section id="conv-{c}">' in html for c in links)
 
@@ -146,6 +149,7 @@ def test_report_on_an_empty_store_says_so(tmp_path: Path) -> None:
     assert "Plotly.newPlot" not in html
     assert "No assistant replies in this window." in html
     assert "nothing to plot" in html
+    assert "No reviews of findings in this window" in html
 
 
 def test_report_refuses_an_unmigrated_store(tmp_path: Path) -> None:

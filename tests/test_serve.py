@@ -73,3 +73,40 @@ def test_replayed_request_adds_nothing(client) -> None:  # type: ignore[no-untyp
 def test_health(client) -> None:  # type: ignore[no-untyped-def]
     r = client.get("/health")
     assert r.status_code == 200 and r.json()["status"] == "ok" and "pii" in r.json()["detectors"]
+
+
+def _finding_ids(url: str) -> list[str]:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        ids = [r[0] for r in conn.execute(text("select id from findings order by id"))]
+    engine.dispose()
+    return ids
+
+
+def test_reviews_endpoint(client) -> None:  # type: ignore[no-untyped-def]
+    client.post("/v1/turns", json=[event(0, "My email is ann@example.com and I'm Ann Lee"),
+                                   event(1, "Thanks Ann, noted.", "assistant")], headers=AUTH)
+    fid, other = _finding_ids(client.url)[:2]
+    review = {"finding_id": fid, "present": True, "reviewer": "ann",
+              "note": "mail me at bob.roe@example.org"}
+    assert client.post("/v1/reviews", json=review).status_code == 401
+    r = client.post("/v1/reviews", json=review, headers=AUTH)
+    assert r.status_code == 200 and r.json()["stored"] == 1 and r.json()["errors"] == []
+    r = client.post("/v1/reviews", json=[review], headers=AUTH)
+    assert r.status_code == 200 and (r.json()["stored"], r.json()["unchanged"]) == (0, 1)
+    bad = [{"finding_id": other, "present": False}, {"finding_id": "f" * 40, "present": True},
+           {"finding_id": other, "reviewer": "bob"}, "nope"]
+    r = client.post("/v1/reviews", json=bad, headers=AUTH)
+    assert r.status_code == 422 and r.json()["stored"] == 1
+    assert [(e["index"], e["error"][:20]) for e in r.json()["errors"]] == [
+        (1, "unknown finding id f"), (2, "present must be true"), (3, "a review is a JSON o")]
+    assert client.post("/v1/reviews", content=b"{", headers=AUTH).status_code == 400
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(client.url)
+    with engine.connect() as conn:
+        notes = [r[0] for r in conn.execute(text("select note from reviews"))]
+    engine.dispose()
+    assert len(notes) == 2 and not any("bob.roe" in n for n in notes)

@@ -21,8 +21,10 @@ from pipeline.cli import (
     eval,
     findings,
     models,
+    policy,
     produce,
     report,
+    review,
     run,
     serve,
     topics,
@@ -69,6 +71,8 @@ for command in (
     bench.bench_cmd,
     models.models_group,
     train.train_group,
+    review.review_group,
+    policy.policy_group,
 ):
     cli.add_command(command)
 

@@ -24,10 +24,13 @@ from pipeline.cli.context import Ctx, pass_ctx
                    "(CHATMON_METRICS_PORT; 0 picks a free port).")
 @click.option("--linger", type=float, default=0.0, show_default=True,
               help="Seconds to keep the metrics endpoint up after the run (for a last scrape).")
+@click.option("--policy", "policy_file", type=click.Path(exists=True, dir_okay=False,
+              path_type=Path), default=None,
+              help="Policy file: per-tenant/bot thresholds, allow-list (CHATMON_POLICY_FILE).")
 @pass_ctx
 def run_cmd(obj: Ctx, files: tuple[str, ...], as_json: bool, database_url: str | None,
             batch_size: int | None, no_progress: bool, no_migrate: bool,
-            metrics_port: int | None, linger: float) -> None:
+            metrics_port: int | None, linger: float, policy_file: Path | None) -> None:
     """Run the embedded pipeline on JSON Lines FILES (optionally gzipped), or - for stdin.
 
     Bad events go to the dead_letters table and to FILE.dlq.jsonl next to each input, with a
@@ -37,7 +40,7 @@ def run_cmd(obj: Ctx, files: tuple[str, ...], as_json: bool, database_url: str |
     from pipeline.embedded.summary import render_summary
 
     settings = obj.settings(database_url=database_url, batch_size=batch_size,
-                            metrics_port=metrics_port)
+                            metrics_port=metrics_port, policy_file=policy_file)
     for f in files:
         if f != "-" and not Path(f).is_file():
             raise click.BadParameter(f"no such file: {f}", param_hint="FILES")

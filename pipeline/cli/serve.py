@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from pipeline.cli.context import Ctx, pass_ctx
@@ -11,10 +13,15 @@ from pipeline.cli.context import Ctx, pass_ctx
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8080, show_default=True)
 @click.option("--database-url", default=None, help="Overrides CHATMON_DATABASE_URL.")
+@click.option("--policy", "policy_file", type=click.Path(exists=True, dir_okay=False,
+              path_type=Path), default=None,
+              help="Policy file: per-tenant/bot thresholds, allow-list (CHATMON_POLICY_FILE).")
 @pass_ctx
-def serve_cmd(obj: Ctx, host: str, port: int, database_url: str | None) -> None:
+def serve_cmd(obj: Ctx, host: str, port: int, database_url: str | None,
+              policy_file: Path | None) -> None:
     """The embedded pipeline behind HTTP: POST /v1/turns (one event or a JSON array; bearer
-    token from CHATMON_SERVE_TOKEN), GET /health."""
+    token from CHATMON_SERVE_TOKEN), POST /v1/reviews (reviewers' judgments, same token),
+    GET /health."""
     from pipeline.embedded.serve import serve
 
-    serve(obj.settings(database_url=database_url), host, port)
+    serve(obj.settings(database_url=database_url, policy_file=policy_file), host, port)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from pipeline.cli.context import Ctx, pass_ctx, topic_options
@@ -16,11 +18,15 @@ from pipeline.cli.context import Ctx, pass_ctx, topic_options
 @click.option("--web-host", default="0.0.0.0", show_default=True)
 @click.option("--database-url", default=None, help="Overrides CHATMON_DATABASE_URL.")
 @click.option("--no-migrate", is_flag=True, help="Do not apply migrations at start.")
+@click.option("--policy", "policy_file", type=click.Path(exists=True, dir_okay=False,
+              path_type=Path), default=None,
+              help="Policy file: per-tenant/bot thresholds, allow-list (CHATMON_POLICY_FILE).")
 @pass_ctx
 def worker_cmd(obj: Ctx, turns_topic: str | None, phrases_topic: str | None,
                dlq_topic: str | None, partitions: int | None, group: str | None,
                batch_size: int | None, within: float | None, web_port: int | None,
-               web_host: str, database_url: str | None, no_migrate: bool) -> None:
+               web_host: str, database_url: str | None, no_migrate: bool,
+               policy_file: Path | None) -> None:
     """Run a faust worker: consume the turns topic (CHATMON_KAFKA_BOOTSTRAP), score, store.
 
     Start several (with different --web-port on one host) in one --group to share partitions.
@@ -31,7 +37,8 @@ def worker_cmd(obj: Ctx, turns_topic: str | None, phrases_topic: str | None,
     from pipeline.kafka.app import WorkerOptions, build_processors, make_app
     from pipeline.kafka.lag import WorkerStats
 
-    settings = obj.settings(database_url=database_url, batch_size=batch_size)
+    settings = obj.settings(database_url=database_url, batch_size=batch_size,
+                            policy_file=policy_file)
     opts = WorkerOptions.from_settings(
         settings, turns_topic=turns_topic, phrases_topic=phrases_topic, dlq_topic=dlq_topic,
         partitions=partitions, group=group, within_s=within, web_port=web_port,

@@ -20,6 +20,7 @@ from pipeline.alerts.embedded import alerting_session
 from pipeline.ingest.events import RawRecord
 from pipeline.ingest.readers import count_lines, read_records
 from pipeline.metrics import get_metrics
+from pipeline.policy.engine import Policy
 from pipeline.scoring.process import BatchReport, Processor
 from pipeline.scoring.suite import DetectorSuite
 from pipeline.settings import Settings
@@ -38,6 +39,7 @@ class RunSummary:
     database: str
     dead_letter_files: list[str] = field(default_factory=list)
     interrupted: bool = False
+    policy_version: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         r = self.report
@@ -54,6 +56,8 @@ class RunSummary:
             "findings": dict(sorted(by_detector.items())),
             "findings_by_label": {lab: n for (_, lab), n in sorted(r.findings.items())},
             "flagged_by_label": {lab: n for (_, lab), n in sorted(r.flagged.items())},
+            "suppressed_by_label": {lab: n for (_, lab), n in sorted(r.suppressed.items())},
+            "policy_version": self.policy_version,
             "dead_lettered": sum(r.dead_letters.values()),
             "dead_letter_reasons": dict(sorted(r.dead_letters.items())),
             "detector_errors": dict(r.detector_errors),
@@ -101,6 +105,7 @@ def _signals(stop: _Stop) -> Iterator[None]:
 
 def build_processor(settings: Settings, run_id: str, mode: str, source: str,
                     migrate: bool = True) -> Processor:
+    policy = Policy.from_settings(settings)  # a bad policy file fails before anything loads
     engine = db.make_engine(settings.database_url)
     if migrate:
         db.upgrade(settings.database_url)
@@ -110,7 +115,8 @@ def build_processor(settings: Settings, run_id: str, mode: str, source: str,
     sink = Sink(engine)
     sink.purge_expired_raw()
     sink.start_run(run_id, mode, source, suite.versions, __version__)
-    return Processor(settings, suite, sink, run_id=run_id, on_batch=get_metrics().on_batch)
+    return Processor(settings, suite, sink, run_id=run_id, on_batch=get_metrics().on_batch,
+                     policy=policy)
 
 
 def run(paths: Sequence[str], settings: Settings, progress: bool = True,
@@ -142,7 +148,7 @@ def run(paths: Sequence[str], settings: Settings, progress: bool = True,
                 break
     seconds = time.perf_counter() - t0
     summary = RunSummary(run_id, list(paths), total, seconds, _safe_url(settings.database_url),
-                         dlq_files, stop.requested)
+                         dlq_files, stop.requested, proc.policy.version)
     proc.sink.finish_run(run_id, summary.as_dict(), seconds)
     return summary
 

@@ -11,6 +11,7 @@ import contextlib
 import hmac
 import json
 import logging
+import threading
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -42,6 +43,8 @@ class Batcher:
     def __init__(self, processor: Processor, batch_size: int) -> None:
         self.processor = processor
         self.batch_size = batch_size
+        # The PII detector is shared with review-note redaction; one caller at a time.
+        self.lock = threading.Lock()
         self.queue: asyncio.Queue[_Job] = asyncio.Queue()
         self.task: asyncio.Task[None] | None = None
 
@@ -61,8 +64,20 @@ class Batcher:
         return await job.done
 
     def _process(self, records: list[RawRecord]) -> Any:
-        with get_metrics().track(len(records)):
+        with self.lock, get_metrics().track(len(records)):
             return self.processor.process(records)
+
+    def store_reviews(self, items: list[Any], source: str) -> dict[str, Any]:
+        from pipeline.review.importer import store_reviews
+        from pipeline.review.lines import parse
+
+        parsed = [parse(item, i, allow_unrated=False) for i, item in enumerate(items)]
+
+        def redact(notes: list[str]) -> list[str]:
+            with self.lock:
+                return self.processor.redactor.texts(notes)
+
+        return store_reviews(self.processor.sink.engine, parsed, source, redact).as_dict()
 
     async def _loop(self) -> None:
         loop = asyncio.get_running_loop()
@@ -135,6 +150,27 @@ def create_app(settings: Settings, processor: Processor) -> Any:
         status = 422 if result["rejected"] else 200
         return JSONResponse(result, status_code=status)
 
+    async def reviews(request: Request) -> JSONResponse:
+        """Reviewers' judgments, the objects of a reviewed `chatmon review sample` line."""
+        if not authorized(request):
+            return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401,
+                                headers={"WWW-Authenticate": "Bearer"})
+        body = await request.body()
+        if len(body) > MAX_BODY_BYTES:
+            return JSONResponse({"error": f"body over {MAX_BODY_BYTES} bytes"}, status_code=413)
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            return JSONResponse({"error": "the body is not JSON: send one review object or an "
+                                 "array of them"}, status_code=400)
+        items = payload if isinstance(payload, list) else [payload]
+        if not items:
+            return JSONResponse({"error": "empty array"}, status_code=400)
+        req_id = uuid.uuid4().hex[:12]
+        result = await asyncio.to_thread(batcher.store_reviews, items, f"http:{req_id}")
+        result["request_id"] = req_id
+        return JSONResponse(result, status_code=422 if result["errors"] else 200)
+
     async def health(_request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "detectors": processor.suite.versions})
 
@@ -153,7 +189,8 @@ def create_app(settings: Settings, processor: Processor) -> Any:
             if alerting is not None:
                 await asyncio.to_thread(alerting.close)
 
-    routes = [Route("/v1/turns", ingest, methods=["POST"]), Route("/health", health),
+    routes = [Route("/v1/turns", ingest, methods=["POST"]),
+              Route("/v1/reviews", reviews, methods=["POST"]), Route("/health", health),
               Route("/metrics", metrics)]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.processor = processor

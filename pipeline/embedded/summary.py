@@ -15,7 +15,7 @@ def render_summary(s: dict[str, Any]) -> str:
         f"  assistant turns scored  {s['assistant_turns_scored']}",
         f"  throughput              {s['turns_per_s']} turns/s ({s['seconds']} s)",
         "",
-        "findings (stored / flagged by policy):",
+        f"findings (stored / flagged by policy {s.get('policy_version') or '-'}):",
     ]
     flagged = s["flagged_by_label"]
     if not s["findings_by_label"]:
@@ -26,7 +26,9 @@ def render_summary(s: dict[str, Any]) -> str:
         if det != current:
             lines.append(f"  {det} ({s['findings'][det]})")
             current = det
-        lines.append(f"    {label:<36} {n:>6}  flagged {flagged.get(label, 0)}")
+        suppressed = s.get("suppressed_by_label", {}).get(label, 0)
+        lines.append(f"    {label:<36} {n:>6}  flagged {flagged.get(label, 0)}"
+                     + (f"  suppressed by allow-list {suppressed}" if suppressed else ""))
     lines += ["", f"dead-lettered events: {s['dead_lettered']}"]
     for reason, n in s["dead_letter_reasons"].items():
         lines.append(f"    {reason:<36} {n:>6}")

@@ -26,6 +26,7 @@ from pipeline.kafka.lag import WorkerStats
 from pipeline.kafka.phrases import assistant_turn_ids, stored_phrases
 from pipeline.kafka.tables import FindingsSink, TableContextStore, TableStateStore
 from pipeline.metrics import get_metrics, render_latest
+from pipeline.policy.engine import Policy
 from pipeline.scoring.context import MemoryContextStore
 from pipeline.scoring.process import Processor
 from pipeline.scoring.suite import DetectorSuite
@@ -78,6 +79,7 @@ class Processors:
 def build_processors(settings: Settings, migrate: bool) -> Processors:
     """Load the detectors once per worker (before the event loop starts) and split them into
     the two stages."""
+    policy = Policy.from_settings(settings)  # a bad policy file fails before anything loads
     if migrate:
         db.upgrade(settings.database_url)
     sink = Sink(db.make_engine(settings.database_url))
@@ -93,13 +95,15 @@ def build_processors(settings: Settings, migrate: bool) -> Processors:
     sink.start_run(run_id, "worker", settings.kafka_bootstrap, versions, __version__)
     metrics = get_metrics()
     first.load()
-    p1 = Processor(settings, first, sink, run_id=run_id, on_batch=metrics.on_batch)
+    p1 = Processor(settings, first, sink, run_id=run_id, on_batch=metrics.on_batch,
+                   policy=policy)
     p2 = None
     if second is not None:
         second.load()
         p2 = Processor(settings, second, FindingsSink(sink),  # type: ignore[arg-type]
                        contexts=MemoryContextStore(1, 1000), run_id=run_id,
-                       on_batch=lambda r: metrics.on_batch(replace(r, records=0)))
+                       on_batch=lambda r: metrics.on_batch(replace(r, records=0)),
+                       policy=policy)
     return Processors(p1, p2)
 
 

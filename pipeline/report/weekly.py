@@ -63,7 +63,7 @@ def collect(engine: Engine, window: Window) -> dict[str, Any]:
         ("mechanisms", q.MECHANISMS), ("phrases", q.STOCK_PHRASES),
         ("near_duplicates", q.NEAR_DUPLICATES), ("templates", q.TEMPLATES),
         ("gap", q.EMPATHY_GAP), ("summary", q.BOT_SUMMARY), ("worst", q.WORST_CONVERSATIONS),
-        ("validation", q.VALIDATION_LATEST))}
+        ("validation", q.VALIDATION_LATEST), ("agreement", q.AGREEMENT))}
     data["previous"] = _rows(engine, q.BOT_SUMMARY, window.previous())
     data["empathy_trend"] = _rows(engine, q.EMPATHY_WEEKLY, trend)
     data["conversations"] = {

@@ -18,7 +18,7 @@ from typing import Any
 from detectors.base import Context, DictStateStore, Finding, ScoringInput, StateStore, Turn
 from pipeline.ingest import events
 from pipeline.ingest.events import Accepted, RawRecord, Rejected
-from pipeline.policy import is_flagged
+from pipeline.policy.engine import Policy
 from pipeline.scoring.context import ContextStore, MemoryContextStore
 from pipeline.scoring.language import shared_guesser, turn_language
 from pipeline.scoring.redaction import Redactor, excerpt, pii_spans, redact
@@ -38,10 +38,12 @@ class BatchReport:
     assistant_turns_scored: int = 0
     findings: Counter[tuple[str, str]] = field(default_factory=Counter)
     flagged: Counter[tuple[str, str]] = field(default_factory=Counter)
+    suppressed: Counter[tuple[str, str]] = field(default_factory=Counter)
     dead_letters: Counter[str] = field(default_factory=Counter)
     detector_seconds: dict[str, float] = field(default_factory=dict)
     detector_errors: Counter[str] = field(default_factory=Counter)
     language_skipped: Counter[str] = field(default_factory=Counter)
+    policy_version: str = ""
     turn_rows: list[dict[str, Any]] = field(default_factory=list)
     finding_rows: list[dict[str, Any]] = field(default_factory=list)
     dead_letter_rows: list[dict[str, Any]] = field(default_factory=list)
@@ -49,7 +51,8 @@ class BatchReport:
     def merge(self, other: BatchReport) -> None:
         for name in ("records", "turns_stored", "duplicates_skipped", "assistant_turns_scored"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        for name in ("findings", "flagged", "dead_letters", "detector_errors", "language_skipped"):
+        for name in ("findings", "flagged", "suppressed", "dead_letters", "detector_errors",
+                     "language_skipped"):
             getattr(self, name).update(getattr(other, name))
         for k, v in other.detector_seconds.items():
             self.detector_seconds[k] = self.detector_seconds.get(k, 0.0) + v
@@ -65,8 +68,10 @@ class Processor:
         state: StateStore | None = None,
         run_id: str | None = None,
         on_batch: Callable[[BatchReport], None] | None = None,
+        policy: Policy | None = None,
     ) -> None:
         self.settings = settings
+        self.policy = policy or Policy.from_settings(settings)
         self.suite = suite
         self.sink = sink
         self.contexts = contexts or MemoryContextStore(settings.history_turns)
@@ -82,7 +87,7 @@ class Processor:
     def process(self, records: Sequence[RawRecord]) -> BatchReport:
         """Validate, deduplicate, score, redact and store one batch. Bad records become dead
         letters; a failing detector loses only its own findings for this batch."""
-        report = BatchReport(records=len(records))
+        report = BatchReport(records=len(records), policy_version=self.policy.version)
         rejected: list[Rejected] = []
         fresh = self._fresh(records, rejected, report)
         inputs = []
@@ -163,10 +168,13 @@ class Processor:
         if turn.role == "assistant":
             report.assistant_turns_scored += 1
         for f in found:
-            flagged = is_flagged(f.label, f.score, self.settings.thresholds)
+            decision = self.policy.decide(f, turn)
+            flagged = decision.flagged
             report.findings[(f.detector, f.label)] += 1
             if flagged:
                 report.flagged[(f.detector, f.label)] += 1
+            if decision.suppressed_by is not None:
+                report.suppressed[(f.detector, f.label)] += 1
             report.finding_rows.append(dict(
                 id=stable_id("finding", tid, f.detector, f.detector_version, f.label, f.span),
                 turn_id=tid, conversation_id=turn.conversation_id, turn=turn.turn,
@@ -176,6 +184,8 @@ class Processor:
                 flagged=flagged, span_start=f.span[0] if f.span else None,
                 span_end=f.span[1] if f.span else None, evidence=to_json(f.evidence),
                 excerpt=excerpt(redacted, mapper, f.span), run_id=self.run_id, created_at=now,
+                suppressed=decision.suppressed_by is not None,
+                suppressed_by=decision.suppressed_by, policy_version=self.policy.version,
             ))
         for detector, error in errors:
             report.dead_letters[events.DETECTOR_ERROR] += 1

@@ -10,7 +10,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, MetaData, String, Text
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    false,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING_CONVENTION = {
@@ -99,6 +110,36 @@ class FindingRow(Base):
     excerpt: Mapped[str] = mapped_column(Text, default="")
     run_id: Mapped[str | None] = mapped_column(String(36))
     created_at: Mapped[datetime]
+    # Policy (pipeline/policy/engine.py): a finding at its threshold that an allow-list entry
+    # covers is stored unflagged with suppressed set and the entry's id; policy_version names
+    # the policy that decided (None on findings stored before policies were versioned).
+    suppressed: Mapped[bool] = mapped_column(default=False, server_default=false())
+    suppressed_by: Mapped[str | None] = mapped_column(String(64))
+    policy_version: Mapped[str | None] = mapped_column(String(64))
+
+
+class ReviewRow(Base):
+    """A person's judgment of one finding (``chatmon review import``, ``POST /v1/reviews``).
+
+    One row per finding and reviewer (the id is derived from both): importing the same file
+    again changes nothing, a reviewer who changes their mind replaces their earlier answer.
+    """
+
+    __tablename__ = "reviews"
+    __table_args__ = (Index("ix_reviews_finding", "finding_id"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    finding_id: Mapped[str] = mapped_column(String(40),
+                                            ForeignKey("findings.id", ondelete="CASCADE"))
+    reviewer: Mapped[str] = mapped_column(String(100), default="")
+    # The signal is really there (the finding's label applies to the turn).
+    present: Mapped[bool]
+    # 0-2, as EPITOME rates the empathy mechanisms.
+    rating: Mapped[int | None] = mapped_column(Integer)
+    # Free text, redacted like transcripts before it is stored.
+    note: Mapped[str] = mapped_column(Text, default="")
+    source: Mapped[str] = mapped_column(Text)
+    imported_at: Mapped[datetime]
 
 
 class DeadLetterRow(Base):

@@ -76,11 +76,7 @@ class Sink:
             raise SinkError(f"cannot write batch: {type(exc).__name__}") from exc
 
     def _insert_ignore(self, table: Table) -> Any:
-        if self.dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert
-        return insert(table).on_conflict_do_nothing(index_elements=["id"])
+        return insert_ignore(self.dialect, table)
 
     def start_run(self, run_id: str, mode: str, source: str, versions: dict[str, str],
                   chatmon_version: str) -> None:
@@ -114,6 +110,15 @@ class Sink:
                 ))
         except SQLAlchemyError as exc:
             raise SinkError(f"cannot finish run: {type(exc).__name__}") from exc
+
+
+def insert_ignore(dialect: str, table: Table) -> Any:
+    """``INSERT ... ON CONFLICT (id) DO NOTHING`` in the store's dialect."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert(table).on_conflict_do_nothing(index_elements=["id"])
 
 
 def _chunks(rows: Sequence[Mapping[str, Any]]) -> Iterable[list[Mapping[str, Any]]]:

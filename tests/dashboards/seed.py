@@ -3,7 +3,8 @@ the models (running the real detectors takes minutes on these machines), with ev
 shapes the detectors store (checked against a real `chatmon run` of examples/transcripts.jsonl).
 
 Three bots, two model versions, 2026-11-02 .. 2026-11-20 (three ISO weeks), user and assistant
-turns, findings of every kind the weekly dashboard reads, and a few validation results.
+turns, findings of every kind the weekly dashboard reads, a few validation results, and reviews
+of some findings by two reviewers.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Engine, insert
 
-from pipeline.store.models import FindingRow, TurnRow, ValidationResultRow
+from pipeline.store.models import FindingRow, ReviewRow, TurnRow, ValidationResultRow
 from pipeline.store.sink import stable_id, turn_id
 
 START = datetime(2026, 11, 2, 8, tzinfo=UTC)
@@ -120,6 +121,23 @@ def validation_rows() -> list[dict[str, Any]]:
     return out
 
 
+def review_rows(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every third harm or empathy.score finding reviewed by "ann" (who disagrees with every
+    fourth flag), every sixth also by "bob" (who agrees with every flag)."""
+    out = []
+    judged = [f for f in findings if f["detector"] in ("toxicity", "bias", "manipulation", "pii")
+              or f["label"] == "empathy.score"]
+    for i, f in enumerate(judged[::3]):
+        people = [("ann", f["flagged"] != (i % 4 == 0))]
+        if i % 2 == 0:
+            people.append(("bob", f["flagged"]))
+        for reviewer, present in people:
+            out.append({"id": stable_id("review", f["id"], reviewer), "finding_id": f["id"],
+                        "reviewer": reviewer, "present": present, "rating": None, "note": "",
+                        "source": "seed", "imported_at": f["ts"]})
+    return out
+
+
 def seed_store(engine: Engine, n_conversations: int = 90) -> tuple[int, int]:
     """Insert the rows into a migrated store; returns (turns, findings) counts."""
     turns, findings = rows(n_conversations)
@@ -127,4 +145,5 @@ def seed_store(engine: Engine, n_conversations: int = 90) -> tuple[int, int]:
         conn.execute(insert(TurnRow), turns)
         conn.execute(insert(FindingRow), findings)
         conn.execute(insert(ValidationResultRow), validation_rows())
+        conn.execute(insert(ReviewRow), review_rows(findings))
     return len(turns), len(findings)

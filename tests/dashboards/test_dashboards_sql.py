@@ -36,11 +36,12 @@ def postgres_engine(postgres_server_url: str) -> Iterator[Engine]:
     db.upgrade(postgres_server_url)
     engine = db.make_engine(postgres_server_url)
     with engine.begin() as conn:
-        conn.execute(text("TRUNCATE findings, turns, dead_letters, runs, validation_results"))
+        conn.execute(text("TRUNCATE reviews, findings, turns, dead_letters, runs, "
+                          "validation_results"))
     seed_store(engine)
     yield engine
     with engine.begin() as conn:
-        conn.execute(text("TRUNCATE findings, turns, validation_results"))
+        conn.execute(text("TRUNCATE reviews, findings, turns, validation_results"))
     engine.dispose()
 
 
