@@ -21,6 +21,7 @@ from pipeline.cli import (
     eval,
     findings,
     models,
+    probe,
     produce,
     report,
     run,
@@ -69,6 +70,7 @@ for command in (
     bench.bench_cmd,
     models.models_group,
     train.train_group,
+    probe.probe_cmd,
 ):
     cli.add_command(command)
 
