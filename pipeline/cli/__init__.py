@@ -16,6 +16,7 @@ from detectors.base import DetectorError
 from pipeline import __version__
 from pipeline.cli import (
     bench,
+    compare,
     dashboards,
     db,
     eval,
@@ -71,6 +72,7 @@ for command in (
     models.models_group,
     train.train_group,
     probe.probe_cmd,
+    compare.compare_cmd,
 ):
     cli.add_command(command)
 
