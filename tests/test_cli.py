@@ -115,7 +115,8 @@ def test_validating_a_file_without_a_store_does_not_record(tmp_path, monkeypatch
     assert "not recorded: no database at" in res.output and not path.exists()
 
 
-@pytest.mark.parametrize("command", [[], ["run"], ["serve"], ["findings"], ["eval"], ["db"]])
+@pytest.mark.parametrize("command", [[], ["run"], ["serve"], ["findings"], ["eval"], ["db"],
+                                     ["probe"], ["compare"]])
 def test_help_texts(command: list[str]) -> None:
     res = CliRunner().invoke(cli, [*command, "--help"])
     assert res.exit_code == 0 and "Usage:" in res.output
