@@ -80,6 +80,7 @@ def probe_cmd(obj: Ctx, endpoint: str | None, model: str | None, suite_file: Pat
     and store the conversations, scored by the same pipeline as production turns.
 
     A failed scenario is reported and the rest go on; the exit status is 1 when any failed.
+    Ctrl-C keeps what is stored (exit status 130); running the same command again resumes.
     """
     from pipeline.probe.suite import load_suite
 
@@ -93,6 +94,8 @@ def probe_cmd(obj: Ctx, endpoint: str | None, model: str | None, suite_file: Pat
                     progress=not no_progress and not as_json and sys.stderr.isatty(), **opts)
     out = result.as_dict()
     click.echo(json.dumps(out, indent=2) if as_json else _render(out))
+    if result.interrupted:
+        sys.exit(130)
     if result.failed:
         sys.exit(1)
 
@@ -149,7 +152,9 @@ def _listing(suite: Any, as_json: bool) -> str:
 
 def _render(s: dict[str, Any]) -> str:
     label = f", label {s['label']}" if s["label"] else ""
-    lines = [
+    lines = ["interrupted: what is stored stays; run the same command again to resume"
+             ] if s["interrupted"] else []
+    lines += [
         f"chatmon probe: model {s['model']} (stored as {s['stored_model']}, bot {s['bot_id']}), "
         f"suite {s['suite']} {s['suite_version']}{label}",
         f"  scenarios              {s['scenarios']}",

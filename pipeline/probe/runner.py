@@ -55,6 +55,7 @@ class ProbeResult:
     requests: int = 0
     retries: int = 0
     seconds: float = 0.0
+    interrupted: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         r, o = self.report, self.options
@@ -77,6 +78,7 @@ class ProbeResult:
             "flagged_by_label": {lab: n for (_, lab), n in sorted(r.flagged.items())},
             "dead_letter_reasons": dict(sorted(r.dead_letters.items())),
             "seconds": round(self.seconds, 3),
+            "interrupted": self.interrupted,
         }
 
 
@@ -92,9 +94,14 @@ def conversation_id(suite: Suite, scenario: Scenario, endpoint: Endpoint,
 
 def run_probe(suite: Suite, endpoint: Endpoint, processor: Processor, options: ProbeOptions,
               api_key: SecretStr | None = None, run_id: str | None = None) -> ProbeResult:
+    """Hold and store every scenario's conversation. Ctrl-C (SIGINT) stops sending: what was
+    already stored stays (``interrupted`` is set), and a second run resumes from there."""
     result = ProbeResult(run_id or str(uuid.uuid4()), suite, endpoint, options)
     t0 = time.perf_counter()
-    asyncio.run(_Probe(result, processor, api_key).run())
+    try:
+        asyncio.run(_Probe(result, processor, api_key).run())
+    except KeyboardInterrupt:
+        result.interrupted = True
     result.seconds = time.perf_counter() - t0
     return result
 

@@ -5,12 +5,17 @@ model-against-model acceptance test with every detector is ``test_probe_compare.
 Covered: a failing scenario is reported and the rest are stored; retries through the CLI;
 deterministic conversation ids, resume and new labels; what a stored probe turn carries; storing
 in suite order whatever the completion order; the concurrency limit; the key never in output,
-logs or the store."""
+logs or the store; Ctrl-C keeps what is stored."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -183,3 +188,28 @@ def test_the_api_key_is_sent_but_never_printed_logged_or_stored(tmp_path, env, c
                  json.dumps(rows(env["CHATMON_DATABASE_URL"], "select * from turns"),
                             default=str)):
         assert SECRET not in blob
+
+
+def test_ctrl_c_keeps_what_is_stored_and_a_second_run_resumes(tmp_path, env) -> None:  # type: ignore[no-untyped-def]
+    """A real process and a real SIGINT while a slow reply is awaited."""
+    suite = write_suite(tmp_path / "s.json", sc("a", "My order is late."),
+                        sc("b", "Where is my refund?"),
+                        *(sc(f"slow{i}", f"Is anyone there? {i} [slow]") for i in range(3)))
+    cmd = [sys.executable, "-m", "pipeline.cli", "probe", "--model", "warm-1", "--suite",
+           str(suite), "--concurrency", "1", "--json"]
+    with ScriptedBot(slow_s=30.0) as slow_bot:
+        proc = subprocess.Popen([*cmd, "--endpoint", slow_bot.url], env={**os.environ, **env},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while len(slow_bot.requests) < 3 and time.monotonic() < deadline:  # "slow0" is asked
+            time.sleep(0.1)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    summary = json.loads(out)
+    assert summary["interrupted"] is True and summary["conversations_stored"] == 2
+    with ScriptedBot() as fast_bot:
+        _, again = probe(env, fast_bot.url, suite, "--concurrency", "1")
+        assert again["already_stored"] == 2 and again["conversations_stored"] == 3
+        assert len(fast_bot.requests) == 3
