@@ -12,8 +12,9 @@ Models (the request's ``model``):
 
 Scripted trouble, by words in the user's message: ``[fail400]`` answers 400; ``[flaky429]`` and
 ``[flaky500]`` answer 429 (with ``Retry-After: 0``) or 500 the first two times the same message
-is seen; ``[slow]`` sleeps ``slow_s``. ``require_key`` makes every request without
-``Authorization: Bearer <key>`` a 401. ``/bot`` is a plain JSON endpoint
+is seen; ``[slow]`` sleeps ``slow_s``; ``[empty]`` replies "" and ``[null]`` a null content.
+``require_key`` makes every request without ``Authorization: Bearer <key>`` a 401. ``/bot`` is a
+plain JSON endpoint
 (``{"input": {"text", "history"}, "session"}`` in, ``{"output": {"text"}}`` out).
 """
 
@@ -134,7 +135,11 @@ class ScriptedBot:
             time.sleep(self.slow_s)
         if model not in REPLIES:
             return 404, {}, {"error": {"message": f"model {model} not found"}}
-        reply = REPLIES[model](text)
+        reply: str | None = REPLIES[model](text)
+        if "[empty]" in text:
+            reply = ""
+        elif "[null]" in text:
+            reply = None
         return 200, {}, {"object": "chat.completion", "model": model, "choices": [
             {"index": 0, "finish_reason": "stop",
              "message": {"role": "assistant", "content": reply}}]}

@@ -88,6 +88,21 @@ def test_a_failed_scenario_is_reported_and_the_rest_are_stored(tmp_path, bot, en
         ("probe", f"probe {bot.url}")]
 
 
+def test_an_empty_reply_is_a_dead_letter_and_a_missing_one_fails_the_scenario(  # type: ignore[no-untyped-def]
+        tmp_path, bot, env) -> None:
+    suite = write_suite(tmp_path / "s.json", sc("empty", "Say nothing [empty]", "Hello?"),
+                        sc("null", "Say null [null]"), sc("fine", "My order is late."))
+    res, out = probe(env, bot.url, suite)
+    assert out["failed"] == [{"scenario": "null", "error":
+                              "the response has no text at choices.0.message.content"}]
+    assert out["dead_letter_reasons"] == {"empty_text": 1}  # the bot's empty reply
+    assert out["turns_stored"] == 3 + 2  # the empty reply is not a turn; the rest are
+    (dead,) = rows(env["CHATMON_DATABASE_URL"], "select reason, conversation_id, turn, source "
+                   "from dead_letters")
+    assert dead[0] == "empty_text" and dead[1].startswith("probe-empty-") and dead[2] == 1
+    assert dead[3] == f"probe:{out['run_id']}"
+
+
 def test_a_second_probe_resumes_and_a_new_label_starts_afresh(tmp_path, bot, env) -> None:  # type: ignore[no-untyped-def]
     suite = write_suite(tmp_path / "s.json", sc("a", "My order is late."),
                         sc("b", "Please read this [fail400]"), sc("c", "Thanks, bye!"))
