@@ -121,7 +121,8 @@ def _probe(obj: Ctx, suite: Any, url: str, model: str, database_url: str | None,
                            o["rate"], RetryPolicy(o["retries"], o["backoff"],
                                                   timeout_s=o["timeout"]), progress)
     run_id = str(uuid.uuid4())
-    proc = build_processor(settings, run_id, "probe", _safe_url(url))
+    # every record is built by the probe: its own "probe" metadata is stored unredacted
+    proc = build_processor(settings, run_id, "probe", _safe_url(url), own_metadata="probe")
     result = run_probe(suite, endpoint, proc, options, key, run_id)
     proc.sink.finish_run(run_id, result.as_dict(), result.seconds)
     return result

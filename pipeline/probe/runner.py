@@ -137,6 +137,8 @@ class _Probe:
             r.requests, r.retries = client.stats.requests, client.stats.retries
         await self._flush()
         bar.close()
+        order = {sc.id: i for i, sc in enumerate(r.suite.scenarios)}
+        r.failed.sort(key=lambda f: order[f["scenario"]])  # suite order, not finishing order
 
     async def _one(self, client: ChatClient, i: int, gate: asyncio.Semaphore, bar: tqdm) -> None:
         scenario = self.result.suite.scenarios[i]

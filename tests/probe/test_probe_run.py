@@ -197,6 +197,7 @@ def test_the_api_key_is_sent_but_never_printed_logged_or_stored(tmp_path, env, c
         res3, out3 = probe({**env, "CHATMON_PROBE_API_KEY": SECRET + "x"}, b.url, suite,
                            "--label", "wrong-key")
         assert [f["error"] for f in out3["failed"]] == ["HTTP 401 Unauthorized"] * 2
+        assert [f["scenario"] for f in out3["failed"]] == ["a", "b"]  # suite order
     assert caplog.records  # the run did log at DEBUG
     for blob in (res.output, res2.output, res3.output, caplog.text,
                  json.dumps(rows(env["CHATMON_DATABASE_URL"], "select * from runs"), default=str),
@@ -228,3 +229,29 @@ def test_ctrl_c_keeps_what_is_stored_and_a_second_run_resumes(tmp_path, env) -> 
         _, again = probe(env, fast_bot.url, suite, "--concurrency", "1")
         assert again["already_stored"] == 2 and again["conversations_stored"] == 3
         assert len(fast_bot.requests) == 3
+
+
+@pytest.mark.parametrize(("own", "stored_probe"), [
+    # the probe's own key is stored as is: digit runs in ids and model names survive
+    ("probe", {"run": "12345678-1234-4234-9234-123456789012", "endpoint_model":
+               "gpt-4o-2024-08-06", "contact": "ops@example.com"}),
+    # any other caller (chatmon run, serve, workers) redacts every key, "probe" included, so
+    # input cannot dodge redaction by naming its metadata "probe"
+    (None, {"run": "<NUMBER>", "endpoint_model": "gpt-4o-<NUMBER>",
+            "contact": "<EMAIL_ADDRESS>"}),
+])
+def test_own_metadata_is_stored_as_is_and_nothing_else_is(sqlite_url, make_processor, own,  # type: ignore[no-untyped-def]
+                                                          stored_probe) -> None:
+    from pipeline.ingest.events import RawRecord
+
+    proc = make_processor(sqlite_url)
+    proc.own_metadata = own
+    event = {"conversation_id": "c1", "turn": 0, "role": "user", "text": "Hello there",
+             "ts": "2026-11-20T10:00:00Z", "metadata": {
+                 "probe": {"run": "12345678-1234-4234-9234-123456789012",
+                           "endpoint_model": "gpt-4o-2024-08-06", "contact": "ops@example.com"},
+                 "note": "call 555 0100 222 or ops@example.com"}}
+    proc.process([RawRecord("test", "line 1", event)])
+    ((meta,),) = rows(sqlite_url, "select metadata from turns")
+    assert json.loads(meta) == {"probe": stored_probe,
+                                "note": "call <NUMBER> or <EMAIL_ADDRESS>"}
