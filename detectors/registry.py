@@ -25,6 +25,7 @@ _ENTRIES: dict[str, str] = {
     "manipulation": "detectors.manipulation.detector:ManipulationDetector",
     "bias": "detectors.bias.detector:BiasDetector",
     "toxicity": "detectors.toxicity.detector:ToxicityDetector",
+    "style": "detectors.style.detector:StyleDetector",
 }
 
 

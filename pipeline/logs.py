@@ -1,5 +1,6 @@
-"""Logging set-up. chatmon never logs transcript text; some libraries do at DEBUG (presidio logs
-the text it analyses), so their loggers are held at WARNING whatever level chatmon runs at."""
+"""Logging set-up. chatmon never logs transcript text or secrets; some libraries do at DEBUG
+(presidio logs the text it analyses, httpcore the headers it sends), so their loggers are held at
+WARNING whatever level chatmon runs at."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import logging
 
 TEXT_LOGGING_LIBRARIES = ("presidio-analyzer", "presidio-anonymizer", "presidio_analyzer",
                           "presidio_anonymizer", "spacy", "transformers", "urllib3", "faust",
-                          "aiokafka", "kafka", "mode", "sqlalchemy.engine")
+                          "aiokafka", "kafka", "mode", "sqlalchemy.engine",
+                          # the probe's HTTP client: request lines and headers at DEBUG
+                          "httpx", "httpcore")
 
 
 def configure_logging(level: str) -> None:

@@ -7,6 +7,7 @@ Built in ``main()``, never at import. A TOML or JSON config file named by ``CHAT
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -53,6 +54,8 @@ class Settings(BaseSettings):
     raw_retention_days: int = 7
 
     serve_token: SecretStr | None = None
+    # `chatmon probe`: the key sent to the bot under test (`--api-key-env` names another variable).
+    probe_api_key: SecretStr | None = None
     metrics_port: int | None = None
     # Embedded alerting (pipeline/alerts/): on when a webhook is configured. Rules, thresholds
     # and severities live in pipeline/alerts/rules.py; alert_rules overrides numbers per rule.
@@ -85,6 +88,13 @@ class Settings(BaseSettings):
         from detectors.registry import REGISTRY
 
         return self.detectors or tuple(REGISTRY)
+
+
+def secret_from_env(name: str) -> SecretStr | None:
+    """A secret from the environment variable ``name`` (for options that let a user name the
+    variable, e.g. ``chatmon probe --api-key-env OPENAI_API_KEY``); None when unset or empty."""
+    value = os.environ.get(name, "")
+    return SecretStr(value) if value else None
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:

@@ -51,6 +51,21 @@ def test_findings_filters(stored_db) -> None:  # type: ignore[no-untyped-def]
     assert res.exit_code != 0 and "ISO 8601" in res.output
 
 
+def test_findings_json_has_the_model_and_filters_by_it(stored_db) -> None:  # type: ignore[no-untyped-def]
+    res = CliRunner().invoke(cli, ["findings", "--json", "--limit", "100000"])
+    rows = json.loads(res.output)
+    models = {r["model"] for r in rows}
+    assert models == {"support-llm-2026-09", "support-llm-2026-11"}  # the examples' two models
+    for model in sorted(models):
+        res = CliRunner().invoke(cli, ["findings", "--json", "--limit", "100000",
+                                       "--model", model])
+        picked = json.loads(res.output)
+        assert picked and {r["model"] for r in picked} == {model}
+        assert len(picked) == sum(r["model"] == model for r in rows)
+    res = CliRunner().invoke(cli, ["findings", "--json", "--model", "support-llm"])
+    assert json.loads(res.output) == []  # exact names, not prefixes
+
+
 def test_findings_table(stored_db) -> None:  # type: ignore[no-untyped-def]
     res = CliRunner().invoke(cli, ["findings", "--limit", "3"])
     assert res.exit_code == 0
@@ -100,7 +115,8 @@ def test_validating_a_file_without_a_store_does_not_record(tmp_path, monkeypatch
     assert "not recorded: no database at" in res.output and not path.exists()
 
 
-@pytest.mark.parametrize("command", [[], ["run"], ["serve"], ["findings"], ["eval"], ["db"]])
+@pytest.mark.parametrize("command", [[], ["run"], ["serve"], ["findings"], ["eval"], ["db"],
+                                     ["probe"], ["compare"]])
 def test_help_texts(command: list[str]) -> None:
     res = CliRunner().invoke(cli, [*command, "--help"])
     assert res.exit_code == 0 and "Usage:" in res.output

@@ -212,6 +212,8 @@ def test_sigterm_flushes_pending_turns_while_stdin_stays_open(tmp_path):  # type
     import sys
     import time
 
+    from sqlalchemy.exc import OperationalError
+
     db_file = tmp_path / "chatmon.db"
     env = {**os.environ, "CHATMON_DATABASE_URL": f"sqlite:///{db_file}",
            "CHATMON_DETECTORS": '["pii"]'}
@@ -228,8 +230,11 @@ def test_sigterm_flushes_pending_turns_while_stdin_stays_open(tmp_path):  # type
     while time.monotonic() < deadline:  # wait until the run has started (models loaded)
         if db_file.exists():
             engine = create_engine(f"sqlite:///{db_file}")
-            with engine.connect() as conn:
-                started = conn.execute(text("select count(*) from runs")).scalar_one()
+            try:
+                with engine.connect() as conn:
+                    started = conn.execute(text("select count(*) from runs")).scalar_one()
+            except OperationalError:  # the file exists, the migrations are still running
+                started = 0
             engine.dispose()
             if started:
                 break

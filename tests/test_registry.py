@@ -37,14 +37,17 @@ def test_detector_gets_its_examples_right(name: str) -> None:
               for i, e in enumerate(examples) for j, text in enumerate(e.preceded_by)]
     items = [simple_input(e.text, e.role, e.prompt, conversation_id=f"ex-{i}",
                           bot_id=f"ex-bot-{i}") for i, e in enumerate(examples)]
-    from pipeline.policy import is_flagged
+    from pipeline.policy import is_flagged, threshold
 
     if warmup:
         assert not suite.score(warmup).failures
     result = suite.score(items)
     assert not result.failures, result.failures
     for ex, found in zip(examples, result.findings, strict=True):
-        flagged = {f.label for f in found if is_flagged(f.label, f.score)}
+        # A label the shipped policy can never flag (threshold above 1, e.g. style) is a
+        # measurement: for it, "fires" means the finding is there.
+        flagged = {f.label for f in found
+                   if is_flagged(f.label, f.score) or threshold(f.label) > 1.0}
         assert ex.expect <= flagged, (ex.text, ex.expect - flagged)
         assert not (ex.absent & flagged), (ex.text, ex.absent & flagged)
 

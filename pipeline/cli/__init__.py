@@ -16,12 +16,14 @@ from detectors.base import DetectorError
 from pipeline import __version__
 from pipeline.cli import (
     bench,
+    compare,
     dashboards,
     db,
     eval,
     findings,
     models,
     policy,
+    probe,
     produce,
     report,
     review,
@@ -73,6 +75,8 @@ for command in (
     train.train_group,
     review.review_group,
     policy.policy_group,
+    probe.probe_cmd,
+    compare.compare_cmd,
 ):
     cli.add_command(command)
 

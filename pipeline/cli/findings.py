@@ -13,6 +13,7 @@ from pipeline.cli.context import Ctx, parse_when, pass_ctx
 @click.option("--detector", help="Only this detector (e.g. pii).")
 @click.option("--label", help="Only this label (e.g. pii.leak).")
 @click.option("--bot", help="Only this bot_id.")
+@click.option("--model", help="Only this model (as stored with the turns).")
 @click.option("--conversation", help="Only this conversation_id.")
 @click.option("--since", help="Turn time from (ISO 8601, e.g. 2026-11-01).")
 @click.option("--until", help="Turn time before (ISO 8601).")
@@ -21,14 +22,14 @@ from pipeline.cli.context import Ctx, parse_when, pass_ctx
 @click.option("--json", "as_json", is_flag=True, help="A JSON array of objects.")
 @pass_ctx
 def findings_cmd(obj: Ctx, detector: str | None, label: str | None, bot: str | None,
-                 conversation: str | None, since: str | None, until: str | None,
+                 model: str | None, conversation: str | None, since: str | None, until: str | None,
                  flagged: bool, limit: int, as_json: bool) -> None:
     """Recent stored findings, newest first. Excerpts are redacted; raw PII is never stored."""
     from pipeline.store.db import open_store
     from pipeline.store.queries import recent_findings
 
     engine = open_store(obj.settings().database_url)
-    rows = recent_findings(engine, detector=detector, label=label, bot=bot,
+    rows = recent_findings(engine, detector=detector, label=label, bot=bot, model=model,
                            conversation=conversation, since=parse_when(since),
                            until=parse_when(until),
                            flagged_only=flagged, limit=limit)

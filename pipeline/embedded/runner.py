@@ -104,7 +104,7 @@ def _signals(stop: _Stop) -> Iterator[None]:
 
 
 def build_processor(settings: Settings, run_id: str, mode: str, source: str,
-                    migrate: bool = True) -> Processor:
+                    migrate: bool = True, own_metadata: str | None = None) -> Processor:
     policy = Policy.from_settings(settings)  # a bad policy file fails before anything loads
     engine = db.make_engine(settings.database_url)
     if migrate:
@@ -116,7 +116,7 @@ def build_processor(settings: Settings, run_id: str, mode: str, source: str,
     sink.purge_expired_raw()
     sink.start_run(run_id, mode, source, suite.versions, __version__)
     return Processor(settings, suite, sink, run_id=run_id, on_batch=get_metrics().on_batch,
-                     policy=policy)
+                     policy=policy, own_metadata=own_metadata)
 
 
 def run(paths: Sequence[str], settings: Settings, progress: bool = True,

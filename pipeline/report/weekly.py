@@ -28,6 +28,7 @@ from pipeline.store.models import TurnRow
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 WORST_SHOWN = 10
+COMPARED_MODELS = 4
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def _rows(engine: Engine, query: Any, window: Window, **variables: str) -> list[
 def collect(engine: Engine, window: Window) -> dict[str, Any]:
     """Every table the report shows, as lists of row dicts."""
     trend = Window(window.end - timedelta(weeks=8), window.end)
-    data = {name: _rows(engine, query, window) for name, query in (
+    data: dict[str, Any] = {name: _rows(engine, query, window) for name, query in (
         ("mechanisms", q.MECHANISMS), ("phrases", q.STOCK_PHRASES),
         ("near_duplicates", q.NEAR_DUPLICATES), ("templates", q.TEMPLATES),
         ("gap", q.EMPATHY_GAP), ("summary", q.BOT_SUMMARY), ("worst", q.WORST_CONVERSATIONS),
@@ -70,7 +71,19 @@ def collect(engine: Engine, window: Window) -> dict[str, Any]:
         r["conversation_id"]: _rows(engine, q.CONVERSATION, window,
                                     conversation=r["conversation_id"])
         for r in data["worst"][:WORST_SHOWN]}
+    data["models"] = model_comparison(engine, window)
     return data
+
+
+def model_comparison(engine: Engine, window: Window) -> dict[str, Any] | None:
+    """``chatmon compare`` for the window's models with the most replies (up to 4; the first
+    is the reference), or None when the window holds fewer than two models."""
+    from pipeline.compare.data import Selection, models_in
+    from pipeline.compare.view import build
+
+    sel = Selection(since=window.start, until=window.end)
+    models = models_in(engine, sel, limit=COMPARED_MODELS)
+    return build(engine, models, sel, require_replies=False) if len(models) >= 2 else None
 
 
 def _figures(data: dict[str, Any]) -> list[tuple[str, Any]]:

@@ -69,6 +69,7 @@ class Processor:
         run_id: str | None = None,
         on_batch: Callable[[BatchReport], None] | None = None,
         policy: Policy | None = None,
+        own_metadata: str | None = None,
     ) -> None:
         self.settings = settings
         self.policy = policy or Policy.from_settings(settings)
@@ -78,6 +79,10 @@ class Processor:
         self.state = state if state is not None else DictStateStore()
         self.run_id = run_id
         self.on_batch = on_batch
+        # The metadata key the caller writes itself (`chatmon probe`: "probe", holding ids,
+        # versions, hashes): stored as is, since the redaction safety net would mask digit runs
+        # in run ids and model names. Only a caller that builds every record sets it.
+        self.own_metadata = own_metadata
         pii = next((d for d in suite.detectors if d.name == "pii"), None)
         self.redactor = Redactor(pii)
         # Only worth guessing (0.1 ms a turn, 76 MB) when some detector reads only some languages.
@@ -196,15 +201,18 @@ class Processor:
     def _metadata(self, turns: Sequence[Turn]) -> list[dict[str, Any]]:
         """Metadata is free-form and may hold PII: its string values are redacted too, in one
         analyser call for the batch."""
-        raws = {i: json.dumps(to_json(dict(t.metadata)), ensure_ascii=False)
-                for i, t in enumerate(turns) if t.metadata}
+        own = [{self.own_metadata: t.metadata[self.own_metadata]}
+               if self.own_metadata and self.own_metadata in t.metadata else {} for t in turns]
+        raws = {i: json.dumps(to_json({k: v for k, v in t.metadata.items() if k not in own[i]}),
+                              ensure_ascii=False)
+                for i, t in enumerate(turns) if len(t.metadata) > len(own[i])}
         out: list[dict[str, Any]] = [{} for _ in turns]
         for i, redacted in zip(raws, self.redactor.texts(list(raws.values())), strict=True):
             try:
                 out[i] = json.loads(redacted)
             except ValueError:
                 out[i] = {"redacted": redacted}
-        return out
+        return [{**o, **to_json(mine)} for o, mine in zip(out, own, strict=True)]
 
     def _dead_letters(self, rejected: list[Rejected], report: BatchReport) -> None:
         raws = [_raw_text(r.record.data) for r in rejected]

@@ -57,6 +57,7 @@ class TurnRow(Base):
     __table_args__ = (
         Index("ix_turns_conversation", "conversation_id", "turn", unique=True),
         Index("ix_turns_bot_ts", "bot_id", "ts"),
+        Index("ix_turns_model_ts", "model", "ts"),  # chatmon compare
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -87,6 +88,7 @@ class FindingRow(Base):
         Index("ix_findings_detector_label", "detector", "label"),
         Index("ix_findings_bot_ts", "bot_id", "ts"),
         Index("ix_findings_conversation", "conversation_id", "turn"),
+        Index("ix_findings_model_ts", "model", "ts"),  # chatmon compare, findings --model
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)

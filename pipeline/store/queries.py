@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from pipeline.store.models import FindingRow
 
-FINDING_COLUMNS = ("ts", "conversation_id", "turn", "role", "bot_id", "tenant", "detector",
+FINDING_COLUMNS = ("ts", "conversation_id", "turn", "role", "bot_id", "model", "tenant", "detector",
                    "detector_version", "label", "score", "flagged", "span_start", "span_end",
                    "excerpt", "evidence")
 
@@ -22,6 +22,7 @@ def recent_findings(
     detector: str | None = None,
     label: str | None = None,
     bot: str | None = None,
+    model: str | None = None,
     conversation: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
@@ -34,6 +35,7 @@ def recent_findings(
         FindingRow.detector == detector if detector else None,
         FindingRow.label == label if label else None,
         FindingRow.bot_id == bot if bot else None,
+        FindingRow.model == model if model else None,
         FindingRow.conversation_id == conversation if conversation else None,
         FindingRow.ts >= since if since else None,
         FindingRow.ts < until if until else None,

@@ -1,0 +1,1 @@
+"""chatmon compare: models side by side, with confidence intervals."""
