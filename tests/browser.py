@@ -164,3 +164,13 @@ class Chromium:
         for fd in (self._to_chrome, self._from_chrome):
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+DOCS_IMG = Path(__file__).resolve().parents[1] / "docs" / "img"
+
+
+def shot_path(name: str, tmp_path: Path) -> Path:
+    """Where a test writes its screenshot: a temporary folder, so a test run never changes the
+    repository; ``docs/img`` when ``CHATMON_UPDATE_SCREENSHOTS=1`` (re-taking the pictures the
+    docs show, see docs/development.md)."""
+    return (DOCS_IMG if os.environ.get("CHATMON_UPDATE_SCREENSHOTS") == "1" else tmp_path) / name

@@ -22,9 +22,9 @@ MAX_README_LINES = 350
 ESSENTIALS = ("database_url", "detectors", "detector_options", "thresholds", "keep_raw_text",
               "raw_retention_days", "serve_token", "alert_webhook_url", "kafka_bootstrap",
               "log_level")
-# CHATMON_* names that are not settings fields: the config-file variable (read by click) and
-# the test suite's PostgreSQL URL.
-OTHER_VARIABLES = {"CHATMON_CONFIG", "CHATMON_TEST_POSTGRES_URL"}
+# CHATMON_* names that are not settings fields: the config-file variable (read by click), the
+# test suite's PostgreSQL URL and its switch to re-take the docs' screenshots.
+OTHER_VARIABLES = {"CHATMON_CONFIG", "CHATMON_TEST_POSTGRES_URL", "CHATMON_UPDATE_SCREENSHOTS"}
 # docs/bench/ holds the hand-written notes that scripts/write_*.py append to QUALITY.md and
 # BENCHMARKS.md: fragments of those pages, not pages of their own.
 NOT_PAGES = ("docs/bench/",)

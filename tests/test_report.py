@@ -1,6 +1,7 @@
 """chatmon report: one self-contained HTML file (plotly.js inline, nothing fetched), checked in
 headless Chromium (Debian's /usr/bin/chromium over the DevTools pipe): it loads with no console
-errors, every plot renders an svg, and a screenshot goes to docs/img/report.png."""
+errors, every plot renders an svg, and a screenshot is taken (into docs/img/report.png with
+CHATMON_UPDATE_SCREENSHOTS=1)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,10 @@ from sqlalchemy import Engine
 from pipeline.cli import cli
 from pipeline.report.weekly import Window, changes, default_window, render
 from pipeline.store import db
-from tests.browser import CHROMIUM, Chromium
+from tests.browser import CHROMIUM, Chromium, shot_path
 from tests.dashboards.seed import seed_store
 
 ROOT = Path(__file__).resolve().parents[1]
-SHOT = ROOT / "docs" / "img" / "report.png"
 N_PLOTS = 7
 
 
@@ -120,7 +120,7 @@ def test_report_renders_in_headless_chromium(report: Path, tmp_path: Path) -> No
         assert all(n >= 1 for n in traces)
         assert browser.errors() == []
         assert all(u.startswith(("file:", "data:")) for u in browser.requested_urls())
-        shot = browser.screenshot(SHOT)
+        shot = browser.screenshot(shot_path("report.png", tmp_path))
     finally:
         browser.close()
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,5 +1,6 @@
 """Each dashboard's layout, drawn from its JSON as static HTML and screenshotted in headless
-Chromium into docs/img/dashboard-<uid>.png (docs/dashboards.md shows them). The browser checks
+Chromium (into docs/img/dashboard-<uid>.png, which docs/dashboards.md shows, with
+CHATMON_UPDATE_SCREENSHOTS=1). The browser checks
 that every panel is drawn where its gridPos says, without overlapping another."""
 
 from __future__ import annotations
@@ -10,9 +11,7 @@ import pytest
 
 from dashboards import builders
 from dashboards.preview import COLUMN_PX, ROW_PX, layout_html
-from tests.browser import CHROMIUM, Chromium
-
-IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
+from tests.browser import CHROMIUM, Chromium, shot_path
 
 BOXES = """[...document.querySelectorAll('#grid > div')].map(e => {
   const r = e.getBoundingClientRect(), g = document.getElementById('grid').getBoundingClientRect();
@@ -39,7 +38,7 @@ def test_layout_screenshot(stem: str, tmp_path: Path) -> None:
         browser.open(page.as_uri())
         boxes = browser.evaluate(BOXES)
         assert browser.errors() == []
-        shot = browser.screenshot(IMG / f"dashboard-{dash['uid']}.png")
+        shot = browser.screenshot(shot_path(f"dashboard-{dash['uid']}.png", tmp_path))
     finally:
         browser.close()
     assert len(boxes) == len(dash["panels"])
