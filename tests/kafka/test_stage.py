@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from detectors.base import Finding, ScoringInput, Turn
-from pipeline.errors import SinkError
+from pipeline.errors import StoreUnavailable
 from pipeline.ingest.events import RawRecord
 from pipeline.kafka.agents import PROCESSING_ERROR, Stage
 from pipeline.kafka.lag import WorkerStats
@@ -76,7 +76,7 @@ class FlakySink(Sink):
     def write(self, *args: Any, **kwargs: Any) -> None:
         if self.fail > 0:
             self.fail -= 1
-            raise SinkError("cannot write batch: OperationalError")
+            raise StoreUnavailable("cannot write batch: OperationalError")
         super().write(*args, **kwargs)
 
 
