@@ -9,9 +9,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# The fuzz suite's budget (tests/test_fuzz_input.py): "ci" by default, about a minute in all;
+# releases run `pytest tests/test_fuzz_input.py --hypothesis-profile=release`.
+settings.register_profile("ci", max_examples=25, print_blob=True)
+settings.register_profile("release", max_examples=1000, print_blob=True)
+settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

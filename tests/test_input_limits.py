@@ -56,6 +56,13 @@ CASES = [
     ({**GOOD, "metadata": {"n": 10**30, "f": 1e300}}, None),
     ({**GOOD, "conversation_id": "c" * 201}, events.FIELD_TOO_LONG),
     ({**GOOD, "conversation_id": "c" * 200}, None),
+    ({**GOOD, "conversation_id": "eve.baxter@example.com"}, events.INVALID_CONVERSATION_ID),
+    ({**GOOD, "conversation_id": f"{NAME}"}, events.INVALID_CONVERSATION_ID),
+    ({**GOOD, "conversation_id": ""}, events.INVALID_CONVERSATION_ID),
+    ({**GOOD, "conversation_id": "c1\n"}, events.INVALID_CONVERSATION_ID),
+    ({**GOOD, "conversation_id": "zendesk:215467329871234"}, None),  # ticket numbers: digits
+    ({**GOOD, "conversation_id": "9b2f6c1e-7d4a-4f0e-a2c3-5e8d9f1a2b3c"}, None),
+    ({**GOOD, "conversation_id": "conv/ünïcode#1"}, None),
     ({**GOOD, "bot_id": "b" * 201}, events.FIELD_TOO_LONG),
     ({**GOOD, "model": "m" * 201}, events.FIELD_TOO_LONG),
     ({**GOOD, "tenant": "t" * 201}, events.FIELD_TOO_LONG),

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError
 
 from detectors.base import Turn
 from pipeline.ingest import limits
@@ -37,6 +37,7 @@ TURN_OUT_OF_RANGE = "turn_out_of_range"
 FIELD_TOO_LONG = "field_too_long"
 INVALID_LABEL = "invalid_label"
 INVALID_LANG = "invalid_lang"
+INVALID_CONVERSATION_ID = "invalid_conversation_id"
 METADATA_TOO_LARGE = "metadata_too_large"
 # An event whose processing raised although it passed validation: it alone is dead-lettered.
 PROCESSING_ERROR = "processing_error"
@@ -44,8 +45,8 @@ REASONS = (
     INVALID_UTF8, INVALID_JSON, NOT_AN_OBJECT, MISSING_FIELD, WRONG_TYPE, EMPTY_TEXT,
     TEXT_TOO_LONG, UNKNOWN_ROLE, INVALID_TURN_INDEX, INVALID_TIMESTAMP, CONFLICTING_DUPLICATE,
     DETECTOR_ERROR, EVENT_TOO_LARGE, NESTING_TOO_DEEP, NUL_CHARACTER, LONE_SURROGATE,
-    TURN_OUT_OF_RANGE, FIELD_TOO_LONG, INVALID_LABEL, INVALID_LANG, METADATA_TOO_LARGE,
-    PROCESSING_ERROR,
+    TURN_OUT_OF_RANGE, FIELD_TOO_LONG, INVALID_LABEL, INVALID_LANG, INVALID_CONVERSATION_ID,
+    METADATA_TOO_LARGE, PROCESSING_ERROR,
 )
 
 KNOWN_FIELDS = limits.KNOWN_FIELDS
@@ -90,13 +91,6 @@ class TurnEvent(BaseModel):
     tenant: StrictStr | None = None
     lang: StrictStr | None = None
     metadata: dict[str, Any] | None = None
-
-    @field_validator("conversation_id")
-    @classmethod
-    def _conversation_id(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("conversation_id must not be empty")
-        return v
 
 
 def validate(record: RawRecord, max_text_chars: int) -> Accepted | Rejected:

@@ -29,6 +29,10 @@ LABEL_FIELDS = ("bot_id", "model", "tenant")
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+-]*")
 _DIGIT_RUN = re.compile(r"\d{7,}")
 _DATE8 = re.compile(r"(?:19|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])")
+# conversation_id is the key of a conversation and the link alerts give: any printable id (a
+# UUID, a ticket number) but not an e-mail address or free text. Digit runs are allowed here,
+# since ticket numbers are digits.
+_CONVERSATION_ID = re.compile(r"[^\s@\x00-\x1f\x7f]+")
 # A BCP 47-like tag: "en", "es-MX", "pt_BR", "zh-Hant-TW"; "" counts as no tag.
 _LANG = re.compile(r"[A-Za-z]{1,8}(?:[-_][A-Za-z0-9]{1,8})*")
 # PostgreSQL text cannot hold NUL; a lone surrogate cannot be encoded as UTF-8 at all.
@@ -117,6 +121,9 @@ def field_problem(data: dict[str, Any]) -> Problem | None:
     cid = data.get("conversation_id")
     if isinstance(cid, str) and len(cid) > MAX_ID_CHARS:
         return "field_too_long", f"conversation_id is over {MAX_ID_CHARS} characters"
+    if isinstance(cid, str) and not _CONVERSATION_ID.fullmatch(cid):
+        return "invalid_conversation_id", ("conversation_id must be 1 or more characters with "
+                                           "no space, no control character and no @")
     for name in LABEL_FIELDS:
         value = data.get(name)
         if not isinstance(value, str):
@@ -144,8 +151,8 @@ def label_ok(value: str) -> bool:
 
 def valid_id(value: Any) -> str | None:
     """``value`` when it may be stored as a dead letter's ``conversation_id``, else None."""
-    if (isinstance(value, str) and value.strip() and len(value) <= MAX_ID_CHARS
-            and _string_problem(value, "") is None):
+    if (isinstance(value, str) and len(value) <= MAX_ID_CHARS
+            and _CONVERSATION_ID.fullmatch(value) and not _SURROGATE.search(value)):
         return value
     return None
 
