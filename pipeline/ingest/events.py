@@ -104,6 +104,7 @@ def validate(record: RawRecord, max_text_chars: int) -> Accepted | Rejected:
             data = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             return Rejected(record, INVALID_UTF8, f"invalid UTF-8 at byte {exc.start}")
+    clean = isinstance(data, str) and limits.clean_text(data)
     if isinstance(data, str):
         try:
             data = limits.loads(data)
@@ -116,7 +117,7 @@ def validate(record: RawRecord, max_text_chars: int) -> Accepted | Rejected:
         return Rejected(record, NOT_AN_OBJECT, f"expected a JSON object, got {_json_type(data)}")
     conv = limits.valid_id(data.get("conversation_id"))
     turn_ix = limits.valid_turn(data.get("turn"))
-    reject = limits.scan(data) or _semantic_checks(data, max_text_chars)
+    reject = (None if clean else limits.scan(data)) or _semantic_checks(data, max_text_chars)
     if reject is not None:
         return Rejected(record, reject[0], reject[1], conv, turn_ix)
     try:
@@ -124,7 +125,7 @@ def validate(record: RawRecord, max_text_chars: int) -> Accepted | Rejected:
     except ValidationError as exc:
         return Rejected(record, *_classify(exc), conv, turn_ix)
     turn = _to_turn(event)
-    if len(_compact(dict(turn.metadata))) > limits.MAX_METADATA_CHARS:
+    if turn.metadata and len(_compact(dict(turn.metadata))) > limits.MAX_METADATA_CHARS:
         return Rejected(record, METADATA_TOO_LARGE, "metadata (with unknown fields) is over "
                         f"{limits.MAX_METADATA_CHARS} characters as JSON", conv, turn_ix)
     return Accepted(record, turn, content_hash(data))
