@@ -192,3 +192,17 @@ def test_unescape_json_shows_redaction_what_the_escapes_hide(raw: str, unescaped
 def test_printable_replaces_nul_and_lone_surrogates() -> None:
     assert limits.printable("a\x00b\ud800c\U0001f600") == "a\ufffdb\ufffdc\U0001f600"
     limits.printable("a\x00b\ud800").encode("utf-8")  # encodable: no exception
+
+
+def test_a_line_over_the_limit_is_not_held_and_the_next_line_is_read(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from pipeline.ingest.readers import count_lines, read_records
+
+    good = json.dumps(GOOD).encode()
+    src = tmp_path / "big.jsonl"
+    src.write_bytes(good + b"\n" + b"x" * (3 * limits.MAX_EVENT_BYTES) + b"\n" + good)  # no \n
+    records = list(read_records(str(src)))
+    assert [r.position for r in records] == ["line 1", "line 2", "line 3"]
+    assert len(records[1].data) == limits.MAX_EVENT_BYTES + 1  # what stands for the long line
+    reasons = [getattr(validate(r, 20_000), "reason", None) for r in records]
+    assert reasons == [None, events.EVENT_TOO_LARGE, None]
+    assert count_lines(str(src)) == 3
