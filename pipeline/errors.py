@@ -27,7 +27,12 @@ class DetectorShapeError(ChatmonError):
 
 
 class SinkError(ChatmonError):
-    """The store could not be written."""
+    """The store could not be written or read."""
+
+
+class StoreUnavailable(SinkError):
+    """The store cannot be reached or timed out: the same write may succeed later (retry,
+    answer 503), unlike a write the store refuses."""
 
 
 class EvalDataError(ChatmonError):

@@ -9,9 +9,20 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# The fuzz suite's budget (tests/test_fuzz_input.py): "ci" unless a profile is named, about a
+# minute in all; releases run `pytest tests/test_fuzz_input.py --hypothesis-profile=release`.
+settings.register_profile("ci", max_examples=25, print_blob=True)
+settings.register_profile("release", max_examples=500, print_blob=True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.getoption("hypothesis_profile", default=None):
+        settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

@@ -160,6 +160,9 @@ def test_generated_files_match_their_sources() -> None:
     data, expected = _load("make_bad_events").build()
     assert (EXAMPLES / "bad_events.jsonl").read_bytes() == data
     assert json.loads((EXAMPLES / "bad_events.expected.json").read_text("utf-8")) == expected
+    data, hostile = _load("make_hostile_events").build()
+    assert (EXAMPLES / "hostile_events.jsonl").read_bytes() == data
+    assert json.loads((EXAMPLES / "hostile_events.expected.json").read_text("utf-8")) == hostile
 
 
 def _reason(raw: bytes, seen: dict[tuple[str, int], bytes]) -> str | None:

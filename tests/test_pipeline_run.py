@@ -104,7 +104,7 @@ def test_detector_failure_is_isolated_and_dead_lettered(sqlite_url, make_process
         def load(self) -> None: ...
 
         def score(self, batch):  # type: ignore[no-untyped-def]
-            raise RuntimeError("boom")
+            raise RuntimeError(f"boom on {batch[0].turn.text!r}")  # a message quoting the text
 
     class Counting:
         name, version, roles = "counting", "0", frozenset({"assistant"})
@@ -132,7 +132,8 @@ def test_detector_failure_is_isolated_and_dead_lettered(sqlite_url, make_process
     engine = create_engine(sqlite_url)
     with engine.connect() as conn:
         row = conn.execute(text("select detector, detail, turn from dead_letters")).one()
-    assert row.detector == "exploding" and "boom" in row.detail and row.turn == 1
+    assert row.detector == "exploding" and row.turn == 1
+    assert "RuntimeError" in row.detail and "boom" not in row.detail and "help" not in row.detail
 
 
 def test_wrong_result_length_is_a_typed_error(pii_suite):

@@ -65,7 +65,8 @@ def test_a_failing_plain_detector_is_isolated_on_the_thread_too() -> None:
     res = DetectorSuite([plain, needs], encoder=_WaitingEncoder()).score(
         [simple_input("Sorry about that.")])
     assert [f.detector for f in res.failures] == ["plain"]
-    assert "ValueError: boom" in res.failures[0].error
+    # the exception's type, never its message (a message can quote the scored text)
+    assert "ValueError" in res.failures[0].error and "boom" not in res.failures[0].error
     assert [f.detector for f in res.findings[0]] == ["needs"]
 
 

@@ -21,6 +21,7 @@ from pipeline.ingest.events import RawRecord
 from pipeline.ingest.readers import count_lines, read_records
 from pipeline.metrics import get_metrics
 from pipeline.policy.engine import Policy
+from pipeline.scoring.isolation import process_isolating
 from pipeline.scoring.process import BatchReport, Processor
 from pipeline.scoring.suite import DetectorSuite
 from pipeline.settings import Settings
@@ -136,7 +137,7 @@ def run(paths: Sequence[str], settings: Settings, progress: bool = True,
                        leave=False)
             for batch in _batches(read_records(path), settings.batch_size, stop):
                 with metrics.track(len(batch)):
-                    report = proc.process(batch)
+                    report = process_isolating(proc, batch)
                 total.merge(report)
                 bar.update(len(batch))
                 if dlq is not None and report.dead_letter_rows:

@@ -18,15 +18,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.alerts.embedded import start_alerting
-from pipeline.errors import MissingExtraError
-from pipeline.ingest.events import RawRecord
+from pipeline.errors import MissingExtraError, StoreUnavailable
+from pipeline.ingest import limits
+from pipeline.ingest.events import DETECTOR_ERROR, RawRecord
 from pipeline.metrics import get_metrics, render_latest
-from pipeline.scoring.process import Processor
+from pipeline.scoring.isolation import process_isolating
+from pipeline.scoring.process import BatchReport, Processor
 from pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 10 * 1024 * 1024
 BATCH_WAIT_S = 0.02
+RETRY_AFTER_S = 5  # what a 503 asks clients to wait while the store is unavailable
 
 
 @dataclass
@@ -38,7 +41,12 @@ class _Job:
 
 
 class Batcher:
-    """Collects jobs from concurrent requests and runs them through the processor in batches."""
+    """Collects jobs from concurrent requests and runs them through the processor in batches.
+
+    One event's failure never reaches another request: the batch is processed with per-event
+    isolation (``process_isolating``), so each event is stored or dead-lettered with its reason.
+    Only a store outage fails the requests of a batch, with ``StoreUnavailable`` (a 503).
+    """
 
     def __init__(self, processor: Processor, batch_size: int) -> None:
         self.processor = processor
@@ -63,9 +71,9 @@ class Batcher:
         await self.queue.put(job)
         return await job.done
 
-    def _process(self, records: list[RawRecord]) -> Any:
+    def _process(self, records: list[RawRecord]) -> BatchReport:
         with self.lock, get_metrics().track(len(records)):
-            return self.processor.process(records)
+            return process_isolating(self.processor, records)
 
     def store_reviews(self, items: list[Any], source: str) -> dict[str, Any]:
         from pipeline.review.importer import store_reviews
@@ -80,34 +88,77 @@ class Batcher:
         return store_reviews(self.processor.sink.engine, parsed, source, redact).as_dict()
 
     async def _loop(self) -> None:
-        loop = asyncio.get_running_loop()
         while True:
-            jobs = [await self.queue.get()]
-            deadline = loop.time() + BATCH_WAIT_S
-            while sum(len(j.records) for j in jobs) < self.batch_size:
-                timeout = deadline - loop.time()
-                if timeout <= 0:
-                    break
-                try:
-                    jobs.append(await asyncio.wait_for(self.queue.get(), timeout))
-                except TimeoutError:
-                    break
+            jobs = await self._collect()
             records = [r for j in jobs for r in j.records]
             try:
                 report = await asyncio.to_thread(self._process, records)
-            except Exception as exc:  # the store is down or similar: fail these requests
+            except Exception as exc:  # the store is down (503) or a failure of the store itself
                 log.error("batch of %d events failed: %s", len(records), type(exc).__name__)
                 for j in jobs:
-                    j.done.set_exception(exc)
+                    if not j.done.done():  # done: its client went away (cancelled)
+                        j.done.set_exception(exc)
                 continue
-            rejected = {(row["source"], row["position"]): row for row in report.dead_letter_rows}
             for j in jobs:
-                bad = [
-                    {"index": i, "reason": rejected[(r.source, r.position)]["reason"],
-                     "detail": rejected[(r.source, r.position)]["detail"]}
-                    for i, r in enumerate(j.records) if (r.source, r.position) in rejected
-                ]
-                j.done.set_result({"received": len(j.records), "rejected": bad})
+                if not j.done.done():
+                    j.done.set_result(_answer(j.records, report))
+
+    async def _collect(self) -> list[_Job]:
+        """The next micro-batch: jobs until ``batch_size`` events or ``BATCH_WAIT_S``."""
+        loop = asyncio.get_running_loop()
+        jobs = [await self.queue.get()]
+        deadline = loop.time() + BATCH_WAIT_S
+        while sum(len(j.records) for j in jobs) < self.batch_size:
+            timeout = deadline - loop.time()
+            if timeout <= 0:
+                break
+            try:
+                jobs.append(await asyncio.wait_for(self.queue.get(), timeout))
+            except TimeoutError:
+                break
+        return jobs
+
+
+def _answer(records: list[RawRecord], report: BatchReport) -> dict[str, Any]:
+    """One request's answer: the events refused (not stored) with their reason, and the stored
+    events a detector failed on (stored without that detector's findings)."""
+    rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in report.dead_letter_rows:
+        rows.setdefault((row["source"], row["position"]), []).append(row)
+    rejected, detector_errors = [], []
+    for i, rec in enumerate(records):
+        for row in rows.get((rec.source, rec.position), ()):
+            if row["reason"] == DETECTOR_ERROR:
+                detector_errors.append({"index": i, "detector": row["detector"]})
+            else:
+                rejected.append({"index": i, "reason": row["reason"], "detail": row["detail"]})
+    return {"received": len(records), "rejected": rejected, "detector_errors": detector_errors}
+
+
+def split_body(body: bytes) -> list[bytes | str | dict[str, Any]]:
+    """A request body as its events: the items of a JSON array, or the one object. A body that
+    is not UTF-8 JSON, or nests too deep to parse safely, is one event: validation gives it its
+    dead-letter reason."""
+    try:
+        payload = limits.loads(body.decode("utf-8"), limits.MAX_DEPTH + 1)  # +1: the array
+    except ValueError:  # UnicodeDecodeError, TooDeep and invalid JSON are all ValueErrors
+        return [body]
+    items = payload if isinstance(payload, list) else [payload]
+    return [item if isinstance(item, dict) else json.dumps(item) for item in items]
+
+
+async def read_body(request: Any, limit: int = MAX_BODY_BYTES) -> bytes | None:
+    """The request body, or None when it is over ``limit`` bytes (read no further than that)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def create_app(settings: Settings, processor: Processor) -> Any:
@@ -132,20 +183,25 @@ def create_app(settings: Settings, processor: Processor) -> Any:
         if not authorized(request):
             return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401,
                                 headers={"WWW-Authenticate": "Bearer"})
-        body = await request.body()
-        if len(body) > MAX_BODY_BYTES:
+        body = await read_body(request)
+        if body is None:
             return JSONResponse({"error": f"body over {MAX_BODY_BYTES} bytes"}, status_code=413)
         req_id = uuid.uuid4().hex[:12]
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            payload = None
-        items = payload if isinstance(payload, list) else [body if payload is None else payload]
+        items = split_body(body)
         if not items:
             return JSONResponse({"error": "empty array"}, status_code=400)
-        records = [RawRecord(f"http:{req_id}", f"event {i}", item if isinstance(item, bytes | dict)
-                             else json.dumps(item)) for i, item in enumerate(items)]
-        result = await batcher.submit(records)
+        records = [RawRecord(f"http:{req_id}", f"event {i}", item) for i, item in enumerate(items)]
+        try:
+            result = await batcher.submit(records)
+        except StoreUnavailable:
+            return JSONResponse(
+                {"error": "the store is unavailable: send this request again later "
+                 "(replays are idempotent)", "request_id": req_id},
+                status_code=503, headers={"Retry-After": str(RETRY_AFTER_S)})
+        except Exception as exc:
+            log.error("request %s failed: %s", req_id, type(exc).__name__)
+            return JSONResponse({"error": "internal error", "request_id": req_id},
+                                status_code=500)
         result["request_id"] = req_id
         status = 422 if result["rejected"] else 200
         return JSONResponse(result, status_code=status)

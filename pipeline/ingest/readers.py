@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from pipeline.ingest.events import RawRecord
+from pipeline.ingest.limits import MAX_EVENT_BYTES
 
 
 def open_source(path: str) -> BinaryIO:
@@ -23,11 +24,13 @@ def open_source(path: str) -> BinaryIO:
 
 
 def read_records(path: str) -> Iterator[RawRecord]:
-    """One record per non-blank line; the position is the 1-based line number."""
+    """One record per non-blank line; the position is the 1-based line number. A line over
+    ``MAX_EVENT_BYTES`` is not held in memory: its first bytes stand for it (validation
+    dead-letters it as ``event_too_large``) and the rest is skipped."""
     source = "stdin" if path == "-" else str(path)
     fh = open_source(path)
     try:
-        for n, line in enumerate(fh, start=1):
+        for n, line in enumerate(_lines(fh), start=1):
             line = line.rstrip(b"\r\n")
             if not line.strip():
                 continue
@@ -37,9 +40,21 @@ def read_records(path: str) -> Iterator[RawRecord]:
             fh.close()
 
 
+def _lines(fh: BinaryIO, limit: int = MAX_EVENT_BYTES) -> Iterator[bytes]:
+    while line := fh.readline(limit + 1):
+        if len(line) > limit and not line.endswith(b"\n"):
+            while (rest := fh.readline(1 << 16)) and not rest.endswith(b"\n"):
+                pass  # skip the rest of an oversized line
+        yield line
+
+
 def count_lines(path: str) -> int | None:
     """Line count for the progress bar (None for stdin)."""
     if path == "-":
         return None
-    with open_source(path) as fh:
-        return sum(1 for _ in fh)
+    n, last = 0, b"\n"
+    with open_source(path) as fh:  # in blocks: a line may be far longer than memory allows
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            n += block.count(b"\n")
+            last = block[-1:]
+    return n + (last != b"\n")

@@ -19,13 +19,12 @@ from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from typing import Any, Protocol
 
-from pipeline.errors import SinkError
-from pipeline.ingest.events import RawRecord
+from pipeline.errors import StoreUnavailable
+from pipeline.ingest.events import PROCESSING_ERROR, RawRecord
 from pipeline.kafka.lag import BatchSample, WorkerStats
 from pipeline.scoring.process import BatchReport, Processor
 
 log = logging.getLogger(__name__)
-PROCESSING_ERROR = "processing_error"
 MAX_BACKOFF_S = 30.0
 
 
@@ -122,8 +121,8 @@ class Stage:
                 part: BatchReport = await self._retrying(partial(self._process, [rec]))
                 total.merge(part)
                 total.dead_letter_rows += part.dead_letter_rows
-            except Exception as exc:
-                failed.append((rec, f"{type(exc).__name__}: {exc}"[:300]))
+            except Exception as exc:  # the type only: a message can quote the event
+                failed.append((rec, f"processing this event raised {type(exc).__name__}"))
         return total, failed
 
     async def _process(self, records: Sequence[RawRecord]) -> BatchReport:
@@ -136,12 +135,13 @@ class Stage:
             raise
 
     async def _retrying(self, attempt: Callable[[], Awaitable[Any]]) -> Any:
-        """Retry while the sink is down, with exponential backoff; other errors propagate."""
+        """Retry while the store is unavailable, with exponential backoff; other errors (a
+        write the store refuses included: retrying it would block the partition) propagate."""
         delay = self.first_backoff_s
         while True:
             try:
                 result = await attempt()
-            except SinkError as exc:
+            except StoreUnavailable as exc:
                 self.stats.sink_failed()
                 log.warning("%s: sink unavailable (%s); retrying in %.1fs", self.name, exc, delay)
                 await asyncio.sleep(delay)

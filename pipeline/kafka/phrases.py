@@ -12,12 +12,11 @@ from typing import Any
 from sqlalchemy import Engine, select
 
 from detectors.repetition.detector import state_key
-from pipeline.errors import SinkError
 from pipeline.ingest import events
 from pipeline.ingest.events import Accepted, RawRecord
 from pipeline.scoring.context import turn_from_dict
 from pipeline.store.models import TurnRow
-from pipeline.store.sink import turn_id
+from pipeline.store.sink import store_error, turn_id
 
 _FIELDS = ("conversation_id", "turn", "role", "ts", "bot_id", "model", "tenant", "lang")
 
@@ -43,7 +42,7 @@ def stored_phrases(engine: Engine, ids: Sequence[str]) -> list[tuple[bytes, byte
             rows = conn.execute(select(TurnRow.id, TurnRow.text_redacted, *cols)
                                 .where(TurnRow.id.in_(list(ids)))).all()
     except Exception as exc:
-        raise SinkError(f"cannot read stored turns: {type(exc).__name__}") from exc
+        raise store_error("cannot read stored turns", exc) from exc
     order = {tid: i for i, tid in enumerate(ids)}
     out = []
     for row in sorted(rows, key=lambda r: order[r.id]):

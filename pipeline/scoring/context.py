@@ -36,6 +36,8 @@ class MemoryContextStore:
                 self._data.popitem(last=False)
         else:
             self._data.move_to_end(turn.conversation_id)
+            if any(t.turn == turn.turn for t in turns):
+                return  # a replayed or retried turn is in the history once
         turns.append(turn)
 
 

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from detectors.base import Context, DictStateStore, Finding, ScoringInput, StateStore, Turn
-from pipeline.ingest import events
+from pipeline.ingest import events, limits
 from pipeline.ingest.events import Accepted, RawRecord, Rejected
 from pipeline.policy.engine import Policy
 from pipeline.scoring.context import ContextStore, MemoryContextStore
@@ -28,6 +28,9 @@ from pipeline.store.sink import Sink, stable_id, to_json, turn_id
 
 log = logging.getLogger(__name__)
 RAW_EXCERPT_CHARS = 300
+# Raw input looked at for a dead letter's excerpt: escapes can take 6 characters each, so this
+# is enough for the 4,000 characters the redactor reads.
+MAX_RAW_BYTES = 24_000
 
 
 @dataclass
@@ -97,7 +100,9 @@ class Processor:
         fresh = self._fresh(records, rejected, report)
         inputs = []
         for acc in fresh:
-            history = self.contexts.history(acc.turn.conversation_id)
+            # Without the turn itself: a batch retried after a store outage left it there.
+            history = tuple(t for t in self.contexts.history(acc.turn.conversation_id)
+                            if t.turn != acc.turn.turn)
             ctx = Context(history=history, state=self.state)
             inputs.append(ScoringInput(self._with_language(acc.turn, history), ctx))
             self.contexts.append(acc.turn)
@@ -119,6 +124,15 @@ class Processor:
             self.on_batch(report)
         return report
 
+    def dead_letter(self, record: RawRecord, reason: str, detail: str) -> BatchReport:
+        """Store ``record`` as a dead letter and nothing else (when processing it raised)."""
+        report = BatchReport(records=1)
+        self._dead_letters([Rejected(record, reason, detail)], report)
+        self.sink.write((), (), report.dead_letter_rows)
+        if self.on_batch is not None:
+            self.on_batch(report)
+        return report
+
     def _with_language(self, turn: Turn, history: Sequence[Turn]) -> Turn:
         """The turn as detectors see it, in the language ``pipeline.scoring.language`` decides (the
         stored turn keeps the ``lang`` it came with)."""
@@ -131,7 +145,7 @@ class Processor:
         the same conversation and turn with other content is a conflicting duplicate."""
         accepted: list[Accepted] = []
         for rec in records:
-            res = events.validate(rec, self.settings.max_text_chars)
+            res = _validate(rec, self.settings.max_text_chars)
             (accepted if isinstance(res, Accepted) else rejected).append(res)  # type: ignore[arg-type]
         stored = self.sink.existing_hashes([turn_id(*a.turn.key) for a in accepted])
         seen: dict[str, str] = {}
@@ -149,8 +163,8 @@ class Processor:
             else:
                 rejected.append(Rejected(
                     acc.record, events.CONFLICTING_DUPLICATE,
-                    f"conversation {acc.turn.conversation_id!r} turn {acc.turn.turn} is already "
-                    "stored with different content", acc.turn.conversation_id, acc.turn.turn))
+                    "this conversation_id and turn are already stored with different content",
+                    acc.turn.conversation_id, acc.turn.turn))
         return fresh
 
     def _rows(self, acc: Accepted, found: list[Finding], metadata: dict[str, Any],
@@ -234,10 +248,25 @@ class Processor:
         )
 
 
+def _validate(record: RawRecord, max_text_chars: int) -> Accepted | Rejected:
+    """``events.validate``, and should it ever raise, a dead letter for this record alone."""
+    try:
+        return events.validate(record, max_text_chars)
+    except Exception as exc:  # one event's surprise must not fail its batch
+        log.warning("validation raised %s on %s %s", type(exc).__name__, record.source,
+                    record.position)
+        return Rejected(record, events.PROCESSING_ERROR,
+                        f"validation raised {type(exc).__name__}")
+
+
 def _raw_text(data: bytes | str | dict[str, Any]) -> str:
+    """The raw input as text for its redacted dead-letter copy: JSON escapes undone first (so
+    redaction sees ``a\\u0040b.com`` as an address), NUL and lone surrogates made U+FFFD."""
     if isinstance(data, bytes):
-        return data.decode("utf-8", errors="replace")
-    if isinstance(data, str):
-        return data
-    return json.dumps(data, ensure_ascii=False, default=str)
+        text = data[:MAX_RAW_BYTES].decode("utf-8", errors="replace")
+    elif isinstance(data, str):
+        text = data[:MAX_RAW_BYTES]
+    else:
+        text = json.dumps(data, ensure_ascii=False, default=str)
+    return limits.printable(limits.unescape_json(text))
 

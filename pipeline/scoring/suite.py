@@ -184,48 +184,71 @@ class DetectorSuite:
             featured = self.features.add(batch)
             outs.update({k: _score_one(d, featured) for k, d in enumerate(self.detectors)})
         for k, det in enumerate(self.detectors):
-            idx, out, failure, seconds, skipped = outs[k]
+            idx, out, failed, seconds, skipped = outs[k]
             if skipped:
                 result.language_skipped[det.name] = skipped
             if not idx:
                 continue
             result.seconds[det.name] = result.seconds.get(det.name, 0.0) + seconds
-            if failure is not None:
-                result.failures.append(DetectorFailure(
-                    det.name, failure, [batch[i].turn.key for i in idx]))
-                continue
+            result.failures += [DetectorFailure(det.name, error, [batch[i].turn.key])
+                                for i, error in failed]
             for i, found in zip(idx, out, strict=True):
                 result.findings[i].extend(found)
         return result
 
 
-# (indexes scored, their findings, error text or None, seconds, turns skipped for language)
-_Outcome = tuple[list[int], list[list[Finding]], str | None, float, int]
+# (indexes scored, their findings, (index, error) of the turns it failed on, seconds, turns
+# skipped for language)
+_Outcome = tuple[list[int], list[list[Finding]], list[tuple[int, str]], float, int]
 
 
 def _score_one(det: Detector, batch: Sequence[ScoringInput]) -> _Outcome:
     """One detector on the turns of its roles and languages, with shape check and failure
-    isolation."""
+    isolation: when the batch fails, each of its turns is scored alone, so only the turns the
+    detector still fails on lose its findings."""
     mine = [i for i, item in enumerate(batch) if item.turn.role in det.roles]
     idx = [i for i in mine if speaks(det, batch[i].turn.lang)]
     skipped = len(mine) - len(idx)
     if not idx:
-        return idx, [], None, 0.0, skipped
-    sub = [batch[i] for i in idx]
+        return idx, [], [], 0.0, skipped
     t0 = time.perf_counter()
     try:
-        out = det.score(sub)
-        if not isinstance(out, list) or len(out) != len(sub):
-            got = len(out) if isinstance(out, list) else type(out).__name__
-            raise DetectorShapeError(
-                f"detector {det.name} returned {got} results for {len(sub)} turns"
-            )
-    except Exception as exc:  # isolate: this detector's batch fails, the others go on
-        log.warning("detector %s failed on a batch of %d: %s", det.name, len(sub),
+        out = _checked(det, [batch[i] for i in idx])
+    except Exception as exc:  # isolate: this detector's other turns and the others go on
+        log.warning("detector %s failed on a batch of %d: %s", det.name, len(idx),
                     type(exc).__name__)
-        return (idx, [], f"{type(exc).__name__}: {exc}"[:500], time.perf_counter() - t0,
-                skipped)
-    return idx, out, None, time.perf_counter() - t0, skipped
+        out, failed = _one_by_one(det, batch, idx) if len(idx) > 1 else (
+            [[]], [(idx[0], _error_text(det, exc))])
+        return idx, out, failed, time.perf_counter() - t0, skipped
+    return idx, out, [], time.perf_counter() - t0, skipped
+
+
+def _one_by_one(det: Detector, batch: Sequence[ScoringInput],
+                idx: Sequence[int]) -> tuple[list[list[Finding]], list[tuple[int, str]]]:
+    out: list[list[Finding]] = []
+    failed: list[tuple[int, str]] = []
+    for i in idx:
+        try:
+            out += _checked(det, [batch[i]])
+        except Exception as exc:
+            out.append([])
+            failed.append((i, _error_text(det, exc)))
+    log.warning("detector %s: %d of %d turns still fail alone", det.name, len(failed), len(idx))
+    return out, failed
+
+
+def _checked(det: Detector, sub: Sequence[ScoringInput]) -> list[list[Finding]]:
+    out = det.score(sub)
+    if not isinstance(out, list) or len(out) != len(sub):
+        got = len(out) if isinstance(out, list) else type(out).__name__
+        raise DetectorShapeError(f"detector {det.name} returned {got} results for {len(sub)} turns")
+    return out
+
+
+def _error_text(det: Detector, exc: Exception) -> str:
+    """What a dead letter says about a detector failure: the exception's type, never its
+    message (messages can quote the text being scored)."""
+    return f"detector {det.name} raised {type(exc).__name__} on this turn"
 
 
 def score_texts(

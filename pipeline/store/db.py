@@ -18,6 +18,9 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
             import psycopg  # noqa: F401
         except ImportError as exc:
             raise MissingExtraError("psycopg", "postgres") from exc
+    # hide_parameters: SQLAlchemy's exception text otherwise carries the bound values (turn
+    # text, ids) into tracebacks and logs.
+    kwargs.setdefault("hide_parameters", True)
     engine = create_engine(url, pool_pre_ping=True, **kwargs)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)

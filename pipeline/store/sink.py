@@ -13,9 +13,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine, Table, select, update
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import (
+    DisconnectionError,
+    InterfaceError,
+    OperationalError,
+    SQLAlchemyError,
+)
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
-from pipeline.errors import SinkError
+from pipeline.errors import SinkError, StoreUnavailable
 from pipeline.store.models import DeadLetterRow, FindingRow, Run, TurnRow
 
 # Rows per INSERT statement: SQLite allows 32766 bound parameters; findings have ~20 columns.
@@ -30,6 +36,17 @@ def stable_id(*parts: Any) -> str:
 
 def turn_id(conversation_id: str, turn: int) -> str:
     return stable_id("turn", conversation_id, turn)
+
+
+_UNAVAILABLE = (OperationalError, InterfaceError, DisconnectionError, PoolTimeoutError)
+
+
+def store_error(what: str, exc: BaseException) -> SinkError:
+    """The error to raise for a failed store call: ``StoreUnavailable`` when the store could not
+    be reached (worth a retry), else ``SinkError``. Only the exception's type goes in the
+    message: SQLAlchemy's text can hold bound parameters (redacted text, ids)."""
+    cls = StoreUnavailable if isinstance(exc, _UNAVAILABLE) else SinkError
+    return cls(f"{what}: {type(exc).__name__}")
 
 
 class Sink:
@@ -52,7 +69,7 @@ class Sink:
                     )
                     out.update({r.id: r.content_hash for r in rows})
         except SQLAlchemyError as exc:
-            raise SinkError(f"cannot read turns: {type(exc).__name__}") from exc
+            raise store_error("cannot read turns", exc) from exc
         return out
 
     def write(
@@ -72,8 +89,7 @@ class Sink:
                     for chunk in _chunks(rows):
                         conn.execute(self._insert_ignore(table), chunk)  # type: ignore[arg-type]
         except SQLAlchemyError as exc:
-            # The exception text can hold bound parameters (redacted text); keep only the type.
-            raise SinkError(f"cannot write batch: {type(exc).__name__}") from exc
+            raise store_error("cannot write batch", exc) from exc
 
     def _insert_ignore(self, table: Table) -> Any:
         return insert_ignore(self.dialect, table)
@@ -88,7 +104,7 @@ class Sink:
                     detector_versions=versions, counts={}, duration_s=None,
                 )])
         except SQLAlchemyError as exc:
-            raise SinkError(f"cannot record run: {type(exc).__name__}") from exc
+            raise store_error("cannot record run", exc) from exc
 
     def purge_expired_raw(self) -> int:
         """Clear opt-in raw text whose retention has run out; returns the number of turns."""
@@ -100,7 +116,7 @@ class Sink:
                 ).values(text_raw=None, raw_expires_at=None))
                 return int(res.rowcount or 0)
         except SQLAlchemyError as exc:
-            raise SinkError(f"cannot purge raw text: {type(exc).__name__}") from exc
+            raise store_error("cannot purge raw text", exc) from exc
 
     def finish_run(self, run_id: str, counts: dict[str, Any], duration_s: float) -> None:
         try:
@@ -109,7 +125,7 @@ class Sink:
                     finished_at=datetime.now(UTC), counts=to_json(counts), duration_s=duration_s,
                 ))
         except SQLAlchemyError as exc:
-            raise SinkError(f"cannot finish run: {type(exc).__name__}") from exc
+            raise store_error("cannot finish run", exc) from exc
 
 
 def insert_ignore(dialect: str, table: Table) -> Any:

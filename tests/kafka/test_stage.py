@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from detectors.base import Finding, ScoringInput, Turn
-from pipeline.errors import SinkError
+from pipeline.errors import StoreUnavailable
 from pipeline.ingest.events import RawRecord
 from pipeline.kafka.agents import PROCESSING_ERROR, Stage
 from pipeline.kafka.lag import WorkerStats
@@ -76,7 +76,7 @@ class FlakySink(Sink):
     def write(self, *args: Any, **kwargs: Any) -> None:
         if self.fail > 0:
             self.fail -= 1
-            raise SinkError("cannot write batch: OperationalError")
+            raise StoreUnavailable("cannot write batch: OperationalError")
         super().write(*args, **kwargs)
 
 
@@ -124,6 +124,48 @@ def test_sink_outage_is_retried_and_context_is_not_doubled(sqlite_url: str) -> N
         assert conn.execute(text("select count(*) from turns")).scalar_one() == 2
         assert conn.execute(text("select label from findings")).scalars().all() == [
             "exploding.sorry"]
+
+
+def test_hostile_events_get_their_reasons_and_headers_without_their_values(
+        sqlite_url: str) -> None:
+    stage, _, sent = make_stage(sqlite_url)
+    name = "Jonathan Whitfield"
+    hostile = [
+        json.dumps({"conversation_id": "c1", "turn": 1, "role": "user", "text": "bad \ud800",
+                    "ts": "2026-03-01T10:00:00Z"}).encode(),
+        json.dumps({"conversation_id": "c\udc00" * 201, "turn": 2**63, "role": name,
+                    "text": "x", "ts": "2026-03-01T10:00:00Z"}).encode(),
+        json.dumps({"conversation_id": "c1", "turn": 2, "role": "user", "text": "x",
+                    "ts": "2026-03-01T10:00:00Z", "bot_id": name}).encode(),
+        b"[" * 10_000 + b"]" * 10_000,
+    ]
+    asyncio.run(stage.handle(events([turn(0, "user", "hi"), *hostile])))
+    headers = [dict(s["headers"]) for s in sent]
+    assert [h["reason"] for h in headers] == [b"lone_surrogate", b"lone_surrogate",
+                                              b"invalid_label", b"nesting_too_deep"]
+    assert all(b"Whitfield" not in b"".join(h.values()) for h in headers)
+    assert b"conversation_id" not in headers[1]  # not storable, so not kept
+    from sqlalchemy import text
+
+    with db.make_engine(sqlite_url).connect() as conn:
+        assert conn.execute(text("select count(*) from turns")).scalar_one() == 1
+
+
+def test_a_write_the_store_refuses_is_not_retried_forever(sqlite_url: str) -> None:
+    from sqlalchemy import text
+
+    stage, _, sent = make_stage(sqlite_url)
+    engine = db.make_engine(sqlite_url)
+    with engine.begin() as conn:  # the real store refuses one conversation's turns
+        conn.execute(text("CREATE TRIGGER refuse BEFORE INSERT ON turns WHEN "
+                          "NEW.conversation_id = 'refused' BEGIN SELECT RAISE(ABORT, 'no'); END"))
+    batch = events([turn(0, "user", "hi"), turn(0, "user", "hi", conv="refused"),
+                    turn(1, "assistant", "sorry")])
+    asyncio.run(asyncio.wait_for(stage.handle(batch), 60))
+    assert [dict(s["headers"])["reason"] for s in sent] == [PROCESSING_ERROR.encode()]
+    assert stage.stats.sink_retries == 0
+    with engine.connect() as conn:
+        assert conn.execute(text("select count(*) from turns")).scalar_one() == 2
 
 
 class CrashingProcessor:
