@@ -110,3 +110,30 @@ def test_reviews_endpoint(client) -> None:  # type: ignore[no-untyped-def]
         notes = [r[0] for r in conn.execute(text("select note from reviews"))]
     engine.dispose()
     assert len(notes) == 2 and not any("bob.roe" in n for n in notes)
+
+
+def test_a_long_running_serve_purges_expired_raw_text(make_processor, sqlite_url) -> None:  # type: ignore[no-untyped-def]
+    """With the raw-text opt-in, serve clears expired raw text while it runs, not only when it
+    starts (here every 50 ms instead of hourly)."""
+    import time
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import create_engine, text
+
+    proc = make_processor(sqlite_url, serve_token=SecretStr(TOKEN), keep_raw_text=True)
+    with TestClient(create_app(proc.settings, proc, purge_every_s=0.05)) as c:
+        r = c.post("/v1/turns", json=event(0, "call me on 212-555-0188"), headers=AUTH)
+        assert r.status_code == 200
+        engine = create_engine(sqlite_url)
+        with engine.begin() as conn:
+            assert "0188" in conn.execute(text("select text_raw from turns")).scalar_one()
+            conn.execute(text("update turns set raw_expires_at = :p"),
+                         {"p": datetime.now(UTC) - timedelta(seconds=1)})
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with engine.connect() as conn:
+                if conn.execute(text("select text_raw from turns")).scalar_one() is None:
+                    break
+            time.sleep(0.05)
+        with engine.connect() as conn:
+            assert conn.execute(text("select text_raw from turns")).scalar_one() is None

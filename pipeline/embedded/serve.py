@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.alerts.embedded import start_alerting
-from pipeline.errors import MissingExtraError, StoreUnavailable
+from pipeline.errors import MissingExtraError, SinkError, StoreUnavailable
 from pipeline.ingest import limits
 from pipeline.ingest.events import DETECTOR_ERROR, RawRecord
 from pipeline.metrics import get_metrics, render_latest
 from pipeline.scoring.isolation import process_isolating
 from pipeline.scoring.process import BatchReport, Processor
 from pipeline.settings import Settings
+from pipeline.store.sink import RAW_PURGE_INTERVAL_S, Sink
 
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 10 * 1024 * 1024
@@ -161,7 +162,18 @@ async def read_body(request: Any, limit: int = MAX_BODY_BYTES) -> bytes | None:
     return b"".join(chunks)
 
 
-def create_app(settings: Settings, processor: Processor) -> Any:
+async def purge_raw_text(sink: Sink, every_s: float) -> None:
+    """``chatmon serve`` runs for weeks: opt-in raw text must expire while it does."""
+    while True:
+        await asyncio.sleep(every_s)
+        try:
+            await asyncio.to_thread(sink.purge_expired_raw)
+        except SinkError as exc:  # the store is down: the next round tries again
+            log.warning("raw text purge failed: %s", exc)
+
+
+def create_app(settings: Settings, processor: Processor,
+               purge_every_s: float = RAW_PURGE_INTERVAL_S) -> Any:
     try:
         from starlette.applications import Starlette
         from starlette.requests import Request
@@ -238,9 +250,13 @@ def create_app(settings: Settings, processor: Processor) -> Any:
     async def lifespan(_app: Any) -> AsyncIterator[None]:
         await batcher.start()
         alerting = start_alerting(settings, get_metrics())
+        purge = (asyncio.create_task(purge_raw_text(processor.sink, purge_every_s))
+                 if settings.keep_raw_text else None)
         try:
             yield
         finally:
+            if purge is not None:
+                purge.cancel()
             await batcher.stop()
             if alerting is not None:
                 await asyncio.to_thread(alerting.close)

@@ -32,11 +32,10 @@ from pipeline.scoring.process import Processor
 from pipeline.scoring.suite import DetectorSuite
 from pipeline.settings import Settings
 from pipeline.store import db
-from pipeline.store.sink import Sink
+from pipeline.store.sink import RAW_PURGE_INTERVAL_S, Sink
 
 log = logging.getLogger(__name__)
 REPETITION = "repetition"
-RAW_PURGE_INTERVAL_S = 3600.0
 # The worker's HTTP endpoints on --web-port (deploy/ probes and scrape configs point here).
 HEALTH_PATH, READY_PATH, METRICS_PATH = "/health", "/ready", "/metrics"
 

@@ -49,6 +49,9 @@ def store_error(what: str, exc: BaseException) -> SinkError:
     return cls(f"{what}: {type(exc).__name__}")
 
 
+# Long-running modes (serve, worker) purge expired opt-in raw text this often, and at start.
+RAW_PURGE_INTERVAL_S = 3600.0
+
 class Sink:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
