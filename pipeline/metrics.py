@@ -65,11 +65,12 @@ LABEL_VALUES_CAPPED = "chatmon_label_values_capped_total"
 NOT_SCORED_LANGUAGE = "chatmon_turns_not_scored_language_total"
 SUPPRESSED = "chatmon_findings_suppressed_total"
 POLICY_INFO = "chatmon_policy_info"
+REDACTION_FAILURES = "chatmon_redaction_failures_total"
 
 ALL_METRICS = (EVENTS_RECEIVED, EVENTS_PROCESSED, TURNS_PROCESSED, FINDINGS, FLAGGED_TURNS,
                EMPATHY_SCORE, DETECTOR_SECONDS, DETECTOR_ERRORS, DEAD_LETTERS, SINK_ERRORS,
                BATCH_SECONDS, CONSUMER_LAG, LABEL_VALUES_CAPPED, NOT_SCORED_LANGUAGE, SUPPRESSED,
-               POLICY_INFO)
+               POLICY_INFO, REDACTION_FAILURES)
 
 EMPATHY_LABEL = "empathy.score"
 MAX_LABEL_VALUES = 200
@@ -153,6 +154,11 @@ class PipelineMetrics:
             "their language.", ["detector"], registry=r)
         self.dead_letters_c = Counter(_name(DEAD_LETTERS), "Events dead-lettered, by reason.",
                                       ["reason"], registry=r)
+        self.redaction_failures_c = Counter(
+            _name(REDACTION_FAILURES), "Texts the redaction stage's PII analyser failed on, "
+            "alone too, by outcome: masked (turn stored fully masked), dead_lettered (turn "
+            "dead-lettered without text), text_masked (metadata or a dead letter's excerpt).",
+            ["outcome"], registry=r)
         self.sink_errors_c = Counter(_name(SINK_ERRORS), "Batches the store could not write.",
                                      registry=r)
         self.batch_h = Histogram(BATCH_SECONDS, "Seconds to process and store one batch.",
@@ -214,6 +220,8 @@ class PipelineMetrics:
             self.not_scored_language_c.labels(detector=det).inc(n)
         for reason, n in report.dead_letters.items():
             self.dead_letters_c.labels(reason=reason).inc(n)
+        for outcome, n in report.redaction_failures.items():
+            self.redaction_failures_c.labels(outcome=outcome).inc(n)
         for lst in self.listeners:
             lst.on_batch(report)
 

@@ -52,6 +52,10 @@ class Settings(BaseSettings):
     # Raw text is never stored unless a team opts in, and then only for this many days.
     keep_raw_text: bool = False
     raw_retention_days: int = 7
+    # A turn the redaction stage's PII analyser fails on (alone too) is never stored as written:
+    # "mask" stores it fully masked with its findings, "dead_letter" stores a dead letter
+    # without its text instead (docs/privacy.md).
+    redaction_failure: Literal["mask", "dead_letter"] = "mask"
 
     serve_token: SecretStr | None = None
     # `chatmon probe`: the key sent to the bot under test (`--api-key-env` names another variable).

@@ -7,6 +7,8 @@ the user did not give earlier in the same conversation (``Context.history``; val
 normalised: digits for numbers, lowercase for emails, words for names and addresses). The leak
 score is the entity score times a weight from ``detectors.pii.leak`` (sensitivity of the entity,
 another-person vs business cues); a leaked one-word name scores half again.
+``pii.sensitive_echo`` on an assistant turn that displays a full card number, SSN or IBAN, or a
+password / one-time code the user typed, whoever gave it first (``detectors.pii.echo``).
 Evidence names the entity and the recognizer/pattern that fired; never the matched text.
 
 Presidio's ``BatchAnalyzerEngine`` runs on spaCy's ``en_core_web_sm`` as shipped in the PyPI
@@ -37,6 +39,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from detectors.base import Context, DetectorError, Example, Finding, ScoringInput
+from detectors.pii.echo import ECHO_EXAMPLES, echo_findings
 
 ENTITIES = ("PERSON", "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "US_SSN",
             "IP_ADDRESS", "LOCATION", "STREET_ADDRESS")
@@ -68,7 +71,7 @@ class PiiDetector:
         self.batch_size = batch_size
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple[bytes, float], list[Any]] = OrderedDict()
-        self.version = f"1.1.0+{model}"  # 1.1: weighted leak scores
+        self.version = f"1.2.0+{model}"  # 1.1: weighted leak scores; 1.2: sensitive echo
         self._batch: Any = None
         self._anonymizer: Any = None
         self._post: Any = None
@@ -105,6 +108,7 @@ class PiiDetector:
             findings = [self._finding(r, f"pii.{r.entity_type.lower()}") for r in found]
             if item.turn.role == "assistant":
                 findings += self._leaks(item.turn.text, found, item.context)
+                findings += echo_findings(self.name, self.version, item.turn.text, item.context)
             out.append(findings)
         return out
 
@@ -327,3 +331,4 @@ EXAMPLES: tuple[Example, ...] = (
     Example("The clinic is located at 1420 Maple Avenue, Springfield; call them on 415-555-0199.",
             prompt="ok", expect=frozenset({"pii.street_address"}), absent=frozenset({"pii.leak"})),
 )
+EXAMPLES += ECHO_EXAMPLES  # sensitive echo: detectors/pii/echo.py

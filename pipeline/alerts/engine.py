@@ -113,6 +113,8 @@ class AlertEngine:
             o.short.add(k.DEAD_LETTERS, labels_of(reason=reason), now, n)
         for det, n in report.detector_errors.items():
             o.short.add(k.DETECTOR_ERRORS, labels_of(detector=det), now, n)
+        for outcome, n in report.redaction_failures.items():
+            o.short.add(k.REDACTION_FAILURES, labels_of(outcome=outcome), now, n)
         for row in report.turn_rows:
             if row["role"] == "assistant":
                 self._both(k.ASSISTANT, self._labels(row), now)

@@ -23,6 +23,7 @@ EMPATHY = "empathy"
 DEAD_LETTERS = "dead_letters"
 DETECTOR_ERRORS = "detector_errors"
 SINK_ERRORS = "sink_errors"
+REDACTION_FAILURES = "redaction_failures"
 
 
 @dataclass
@@ -129,8 +130,13 @@ def sink_errors(rule: AlertRule, o: Observed, now: float) -> list[Hit]:
     return [Hit({}, n, {"sink_errors": n})] if n >= rule.threshold else []
 
 
+def redaction_failures(rule: AlertRule, o: Observed, now: float) -> list[Hit]:
+    n = o.short.total(REDACTION_FAILURES, rule.window_s, now)
+    return [Hit({}, n, {"redaction_failures": n})] if n >= rule.threshold else []
+
+
 KINDS: dict[str, Callable[[AlertRule, Observed, float], list[Hit]]] = {
     "count": count, "ratio": ratio, "baseline_drop": baseline_drop, "spike": spike,
     "stalled": stalled, "dead_letter_ratio": dead_letter_ratio, "error_ratio": error_ratio,
-    "sink_errors": sink_errors,
+    "sink_errors": sink_errors, "redaction_failures": redaction_failures,
 }

@@ -102,6 +102,15 @@ def _sink_errors(rule: AlertRule) -> str:
     return f"{_incr(rule, m.SINK_ERRORS)} >= {rule.threshold:g}"
 
 
+def _redaction_failures(rule: AlertRule) -> str:
+    # The first failure creates the series: `unless ... offset` catches a counter born inside
+    # the window, which increase() alone misses (as for the count rule).
+    w = duration(rule.window_s)
+    series = m.REDACTION_FAILURES
+    return (f"{_incr(rule, series)} >= {rule.threshold:g}\nor\n"
+            f"{_by(rule)} ({series} unless {series} offset {w}) >= {rule.threshold:g}")
+
+
 def _lag(rule: AlertRule) -> str:
     w = duration(rule.window_s)
     return (f"{_by(rule)} ({m.CONSUMER_LAG}) > {rule.threshold:g}\n"
@@ -111,7 +120,7 @@ def _lag(rule: AlertRule) -> str:
 EXPRESSIONS: dict[str, Callable[[AlertRule], str]] = {
     "count": _count, "ratio": _ratio, "baseline_drop": _baseline_drop, "spike": _spike,
     "stalled": _stalled, "dead_letter_ratio": _dead_letter_ratio, "error_ratio": _error_ratio,
-    "sink_errors": _sink_errors, "lag": _lag,
+    "sink_errors": _sink_errors, "lag": _lag, "redaction_failures": _redaction_failures,
 }
 
 

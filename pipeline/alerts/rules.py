@@ -20,7 +20,7 @@ from pipeline.errors import ConfigError
 
 Severity = Literal["page", "ticket"]
 Kind = Literal["count", "ratio", "baseline_drop", "spike", "stalled", "dead_letter_ratio",
-               "error_ratio", "sink_errors", "lag"]
+               "error_ratio", "sink_errors", "lag", "redaction_failures"]
 MINUTE = 60.0
 HOUR = 3600.0
 DAY = 86400.0
@@ -56,6 +56,15 @@ RULES: tuple[AlertRule, ...] = (
                 "flagged pii.leak findings",
         runbook="chatmon findings --label pii.leak --bot BOT --flagged: which entity, which "
                 "conversations; check the bot's retrieval/context source and pull it if needed",
+    ),
+    AlertRule(
+        "ChatmonSensitiveEcho", "page", "count", threshold=1, window_s=5 * MINUTE,
+        detector="pii", label="pii.sensitive_echo",
+        summary="bot {bot} (tenant {tenant}) displayed a full card number, SSN, IBAN or a "
+                "user's password / one-time code: {value} flagged pii.sensitive_echo findings",
+        runbook="chatmon findings --label pii.sensitive_echo --bot BOT --flagged: which entity "
+                "(evidence), which conversations; make the bot mask values (last four digits "
+                "only) and check its prompt and tools for the full value",
     ),
     AlertRule(
         "ChatmonToxicityRate", "page", "ratio", threshold=0.05, window_s=15 * MINUTE,
@@ -111,6 +120,15 @@ RULES: tuple[AlertRule, ...] = (
                 "memory); its findings are missing while it fails",
     ),
     AlertRule(
+        "ChatmonRedactionFailed", "ticket", "redaction_failures", threshold=1,
+        window_s=10 * MINUTE, by=(),
+        summary="the redaction stage could not analyse {value} texts; they were masked or "
+                "dead-lettered, never stored as written",
+        runbook="chatmon_redaction_failures_total by outcome, then the worker log's "
+                "'redaction:' warnings (spaCy model missing, out of memory); turns are stored "
+                "masked (or dead-lettered) until the PII analyser runs again",
+    ),
+    AlertRule(
         "ChatmonSinkErrors", "page", "sink_errors", threshold=1, window_s=5 * MINUTE, by=(),
         summary="the store rejected {value} batches",
         runbook="database reachable? disk full? migrations applied (chatmon db upgrade)?",
@@ -152,6 +170,8 @@ CONDITION = {
                          "events)",
     "error_ratio": "turns a detector failed on / processed events > {threshold:.0%}",
     "sink_errors": "failed store writes >= {threshold:g}",
+    "redaction_failures": "texts the PII analyser could not redact (masked or dead-lettered) "
+                          ">= {threshold:g}",
     "lag": "consumer lag > {threshold:g} messages and growing over the window",
 }
 

@@ -23,6 +23,7 @@ from pipeline.metrics import get_metrics
 from pipeline.policy.engine import Policy
 from pipeline.scoring.isolation import process_isolating
 from pipeline.scoring.process import BatchReport, Processor
+from pipeline.scoring.redaction import redaction_stage
 from pipeline.scoring.suite import DetectorSuite
 from pipeline.settings import Settings
 from pipeline.store import db
@@ -62,6 +63,7 @@ class RunSummary:
             "dead_lettered": sum(r.dead_letters.values()),
             "dead_letter_reasons": dict(sorted(r.dead_letters.items())),
             "detector_errors": dict(r.detector_errors),
+            "redaction_failures": dict(sorted(r.redaction_failures.items())),
             "not_scored_language": dict(sorted(r.language_skipped.items())),
             "seconds": round(self.seconds, 3),
             "turns_per_s": round(r.records / self.seconds, 1) if self.seconds > 0 else None,
@@ -114,10 +116,12 @@ def build_processor(settings: Settings, run_id: str, mode: str, source: str,
                                      encoder_backend=settings.encoder_backend)
     suite.load()
     sink = Sink(engine)
+    proc_redactor = redaction_stage(suite.detectors, settings.detector_options.get("pii"))
+    proc_redactor.load()  # the redaction stage's own analyser when pii is not among them
     sink.purge_expired_raw()
     sink.start_run(run_id, mode, source, suite.versions, __version__)
     return Processor(settings, suite, sink, run_id=run_id, on_batch=get_metrics().on_batch,
-                     policy=policy, own_metadata=own_metadata)
+                     policy=policy, own_metadata=own_metadata, redactor=proc_redactor)
 
 
 def run(paths: Sequence[str], settings: Settings, progress: bool = True,

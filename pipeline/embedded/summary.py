@@ -34,6 +34,9 @@ def render_summary(s: dict[str, Any]) -> str:
         lines.append(f"    {reason:<36} {n:>6}")
     if s["detector_errors"]:
         lines.append(f"detector errors: {s['detector_errors']}")
+    if s.get("redaction_failures"):
+        failed = ", ".join(f"{what} {n}" for what, n in s["redaction_failures"].items())
+        lines.append(f"redaction failed, never stored as written: {failed}")
     if s.get("not_scored_language"):
         skipped = ", ".join(f"{det} {n}" for det, n in s["not_scored_language"].items())
         lines.append(f"turns not scored, language not read by the detector: {skipped}")

@@ -41,12 +41,15 @@ INVALID_CONVERSATION_ID = "invalid_conversation_id"
 METADATA_TOO_LARGE = "metadata_too_large"
 # An event whose processing raised although it passed validation: it alone is dead-lettered.
 PROCESSING_ERROR = "processing_error"
+# A turn the redaction stage could not analyse, under CHATMON_REDACTION_FAILURE=dead_letter: it
+# is dead-lettered without its text (pipeline/scoring/redaction.py).
+REDACTION_FAILED = "redaction_failed"
 REASONS = (
     INVALID_UTF8, INVALID_JSON, NOT_AN_OBJECT, MISSING_FIELD, WRONG_TYPE, EMPTY_TEXT,
     TEXT_TOO_LONG, UNKNOWN_ROLE, INVALID_TURN_INDEX, INVALID_TIMESTAMP, CONFLICTING_DUPLICATE,
     DETECTOR_ERROR, EVENT_TOO_LARGE, NESTING_TOO_DEEP, NUL_CHARACTER, LONE_SURROGATE,
     TURN_OUT_OF_RANGE, FIELD_TOO_LONG, INVALID_LABEL, INVALID_LANG, INVALID_CONVERSATION_ID,
-    METADATA_TOO_LARGE, PROCESSING_ERROR,
+    METADATA_TOO_LARGE, PROCESSING_ERROR, REDACTION_FAILED,
 )
 
 KNOWN_FIELDS = limits.KNOWN_FIELDS

@@ -29,6 +29,7 @@ from pipeline.metrics import get_metrics, render_latest
 from pipeline.policy.engine import Policy
 from pipeline.scoring.context import MemoryContextStore
 from pipeline.scoring.process import Processor
+from pipeline.scoring.redaction import Redactor, redaction_stage
 from pipeline.scoring.suite import DetectorSuite
 from pipeline.settings import Settings
 from pipeline.store import db
@@ -94,15 +95,19 @@ def build_processors(settings: Settings, migrate: bool) -> Processors:
     sink.start_run(run_id, "worker", settings.kafka_bootstrap, versions, __version__)
     metrics = get_metrics()
     first.load()
+    redactor = redaction_stage(first.detectors, settings.detector_options.get("pii"))
+    redactor.load()
     p1 = Processor(settings, first, sink, run_id=run_id, on_batch=metrics.on_batch,
-                   policy=policy)
+                   policy=policy, redactor=redactor)
     p2 = None
     if second is not None:
         second.load()
         p2 = Processor(settings, second, FindingsSink(sink),  # type: ignore[arg-type]
                        contexts=MemoryContextStore(1, 1000), run_id=run_id,
                        on_batch=lambda r: metrics.on_batch(replace(r, records=0)),
-                       policy=policy)
+                       # Stage 2 reads the turns stage 1 redacted and stored: the safety net
+                       # only; its dead letters are the phrases stage 1 wrote, redacted too.
+                       policy=policy, redactor=Redactor(None))
     return Processors(p1, p2)
 
 

@@ -19,9 +19,10 @@ from detectors.base import Context, DictStateStore, Finding, ScoringInput, State
 from pipeline.ingest import events, limits
 from pipeline.ingest.events import Accepted, RawRecord, Rejected
 from pipeline.policy.engine import Policy
+from pipeline.scoring import redaction
 from pipeline.scoring.context import ContextStore, MemoryContextStore
 from pipeline.scoring.language import shared_guesser, turn_language
-from pipeline.scoring.redaction import Redactor, excerpt, pii_spans, redact
+from pipeline.scoring.redaction import Redactor, Span, excerpt, pii_spans, redact
 from pipeline.scoring.suite import DetectorSuite
 from pipeline.settings import Settings
 from pipeline.store.sink import Sink, stable_id, to_json, turn_id
@@ -46,6 +47,10 @@ class BatchReport:
     detector_seconds: dict[str, float] = field(default_factory=dict)
     detector_errors: Counter[str] = field(default_factory=Counter)
     language_skipped: Counter[str] = field(default_factory=Counter)
+    # Texts the redaction stage could not analyse, by outcome: "masked" (a turn stored fully
+    # masked), "dead_lettered" (a turn dead-lettered without text), "text_masked" (metadata or
+    # a dead letter's excerpt masked).
+    redaction_failures: Counter[str] = field(default_factory=Counter)
     policy_version: str = ""
     turn_rows: list[dict[str, Any]] = field(default_factory=list)
     finding_rows: list[dict[str, Any]] = field(default_factory=list)
@@ -55,7 +60,7 @@ class BatchReport:
         for name in ("records", "turns_stored", "duplicates_skipped", "assistant_turns_scored"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for name in ("findings", "flagged", "suppressed", "dead_letters", "detector_errors",
-                     "language_skipped"):
+                     "language_skipped", "redaction_failures"):
             getattr(self, name).update(getattr(other, name))
         for k, v in other.detector_seconds.items():
             self.detector_seconds[k] = self.detector_seconds.get(k, 0.0) + v
@@ -73,6 +78,7 @@ class Processor:
         on_batch: Callable[[BatchReport], None] | None = None,
         policy: Policy | None = None,
         own_metadata: str | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.settings = settings
         self.policy = policy or Policy.from_settings(settings)
@@ -86,8 +92,9 @@ class Processor:
         # versions, hashes): stored as is, since the redaction safety net would mask digit runs
         # in run ids and model names. Only a caller that builds every record sets it.
         self.own_metadata = own_metadata
-        pii = next((d for d in suite.detectors if d.name == "pii"), None)
-        self.redactor = Redactor(pii)
+        # The redaction stage runs whatever detectors run (pipeline/scoring/redaction.py).
+        self.redactor = redactor or redaction.redaction_stage(
+            suite.detectors, settings.detector_options.get("pii"))
         # Only worth guessing (0.1 ms a turn, 76 MB) when some detector reads only some languages.
         picky = any(getattr(d, "languages", None) is not None for d in suite.detectors)
         self.languages = shared_guesser() if settings.detect_language and picky else None
@@ -115,9 +122,14 @@ class Processor:
                 report.detector_errors[failure.detector] += len(failure.keys)
                 for key in failure.keys:
                     failed.setdefault(key, []).append((failure.detector, failure.error))
-            metadata = self._metadata([acc.turn for acc in fresh])
-            for acc, found, meta in zip(fresh, result.findings, metadata, strict=True):
-                self._rows(acc, found, meta, failed.get(acc.turn.key, ()), report)
+            spans = self._redaction_spans(fresh, result.findings, failed, report)
+            metadata = self._metadata([acc.turn for acc in fresh], report)
+            for acc, found, meta, sp in zip(fresh, result.findings, metadata, spans,
+                                            strict=True):
+                if sp is None:  # not redactable, and the policy is to dead-letter it
+                    self._unredactable(acc, report)
+                    continue
+                self._rows(acc, found, meta, sp, failed.get(acc.turn.key, ()), report)
         self._dead_letters(rejected, report)
         self.sink.write(report.turn_rows, report.finding_rows, report.dead_letter_rows)
         if self.on_batch is not None:
@@ -132,6 +144,40 @@ class Processor:
         if self.on_batch is not None:
             self.on_batch(report)
         return report
+
+    def _redaction_spans(self, fresh: Sequence[Accepted], found: Sequence[list[Finding]],
+                         failed: dict[tuple[str, int], list[tuple[str, str]]],
+                         report: BatchReport) -> list[list[Span] | None]:
+        """Each turn's redaction spans: the suite's PII findings where its PII detector scored
+        the turn, else the redaction stage's own analysis. A turn it cannot analyse is fully
+        masked, or ``None`` (dead-letter it) under ``redaction_failure = "dead_letter"``."""
+        out: list[list[Span] | None] = []
+        todo: list[int] = []
+        for i, (acc, fs) in enumerate(zip(fresh, found, strict=True)):
+            pii_failed = any(det == "pii" for det, _ in failed.get(acc.turn.key, ()))
+            if self.redactor.shared and not pii_failed:
+                out.append(pii_spans(fs))
+            else:
+                out.append([])
+                todo.append(i)
+        analysed = self.redactor.spans([fresh[i].turn.text for i in todo])
+        for i, spans in zip(todo, analysed, strict=True):
+            if spans is not None:
+                out[i] = spans
+            elif self.settings.redaction_failure == redaction.DEAD_LETTER:
+                out[i] = None
+            else:
+                report.redaction_failures["masked"] += 1
+                out[i] = redaction.masked(fresh[i].turn.text)
+        return out
+
+    def _unredactable(self, acc: Accepted, report: BatchReport) -> None:
+        """A turn the redaction stage could not analyse: dead-lettered without its text."""
+        report.redaction_failures["dead_lettered"] += 1
+        report.dead_letters[events.REDACTION_FAILED] += 1
+        report.dead_letter_rows.append(self._dead_letter_row(
+            acc.record, events.REDACTION_FAILED, "the PII analyser failed on this turn; it is "
+            "not stored and its text is not kept", "", acc.turn.conversation_id, acc.turn.turn))
 
     def _with_language(self, turn: Turn, history: Sequence[Turn]) -> Turn:
         """The turn as detectors see it, in the language ``pipeline.scoring.language`` decides (the
@@ -168,11 +214,12 @@ class Processor:
         return fresh
 
     def _rows(self, acc: Accepted, found: list[Finding], metadata: dict[str, Any],
-              errors: Sequence[tuple[str, str]], report: BatchReport) -> None:
+              spans: Sequence[Span], errors: Sequence[tuple[str, str]],
+              report: BatchReport) -> None:
         turn = acc.turn
         now = datetime.now(UTC)
         tid = turn_id(*turn.key)
-        redacted, mapper = redact(turn.text, pii_spans(found))
+        redacted, mapper = redact(turn.text, spans)
         keep_raw = self.settings.keep_raw_text
         report.turn_rows.append(dict(
             id=tid, conversation_id=turn.conversation_id, turn=turn.turn, role=turn.role,
@@ -212,7 +259,7 @@ class Processor:
                 acc.record, events.DETECTOR_ERROR, error, redacted[:RAW_EXCERPT_CHARS],
                 turn.conversation_id, turn.turn, detector=detector))
 
-    def _metadata(self, turns: Sequence[Turn]) -> list[dict[str, Any]]:
+    def _metadata(self, turns: Sequence[Turn], report: BatchReport) -> list[dict[str, Any]]:
         """Metadata is free-form and may hold PII: its string values are redacted too, in one
         analyser call for the batch."""
         own = [{self.own_metadata: t.metadata[self.own_metadata]}
@@ -221,7 +268,10 @@ class Processor:
                               ensure_ascii=False)
                 for i, t in enumerate(turns) if len(t.metadata) > len(own[i])}
         out: list[dict[str, Any]] = [{} for _ in turns]
-        for i, redacted in zip(raws, self.redactor.texts(list(raws.values())), strict=True):
+        cleaned, n_masked = self.redactor.redacted(list(raws.values()))
+        if n_masked:
+            report.redaction_failures["text_masked"] += n_masked
+        for i, redacted in zip(raws, cleaned, strict=True):
             try:
                 out[i] = json.loads(redacted)
             except ValueError:
@@ -230,7 +280,10 @@ class Processor:
 
     def _dead_letters(self, rejected: list[Rejected], report: BatchReport) -> None:
         raws = [_raw_text(r.record.data) for r in rejected]
-        for rej, clean in zip(rejected, self.redactor.texts([r[:4000] for r in raws]), strict=True):
+        cleaned, n_masked = self.redactor.redacted([r[:4000] for r in raws])
+        if n_masked:
+            report.redaction_failures["text_masked"] += n_masked
+        for rej, clean in zip(rejected, cleaned, strict=True):
             report.dead_letters[rej.reason] += 1
             report.dead_letter_rows.append(self._dead_letter_row(
                 rej.record, rej.reason, rej.detail, clean[:RAW_EXCERPT_CHARS],

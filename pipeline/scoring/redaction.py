@@ -1,34 +1,58 @@
-"""Redaction of every text before it is stored, logged or dead-lettered.
+"""Redaction of every text before it is stored, logged or dead-lettered: a stage of its own.
 
-Spans come from the PII detector's findings (so a turn is analysed once). A safety net masks
-what must never survive even if the analyser missed it: e-mail addresses and runs of 7 or more
-digits (phone, card, account and SSN fragments). Redaction is recall-first by design.
+Spans come from a PII analyser: the PII detector's findings when ``pii`` is among the detectors
+(so a turn is analysed once), otherwise the redaction stage's own PII detector, whatever
+``CHATMON_DETECTORS`` says. A safety net then masks what must never survive even if the
+analyser missed it: e-mail addresses and runs of 7 or more digits (phone, card, account and SSN
+fragments). Redaction is recall-first by design.
+
+It fails closed: when the analyser raises on a batch, each text is analysed alone; a text it
+still fails on is never stored as written but fully masked (``<REDACTION_FAILED>``), or, for a
+turn under ``CHATMON_REDACTION_FAILURE=dead_letter``, dead-lettered without its text
+(``pipeline/scoring/process.py``). Only a caller whose text was redacted before (the Kafka
+stage 2 reads stored, redacted turns) uses the safety net alone (``Redactor(None)``).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from detectors.base import Detector, Finding, ScoringInput, Turn
+from pipeline.errors import DetectorShapeError
+
+log = logging.getLogger(__name__)
 
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _DIGITS = re.compile(r"\+?\d(?:[\s().-]{0,2}\d){6,}")
 _SAFETY_NET = (("EMAIL_ADDRESS", _EMAIL), ("NUMBER", _DIGITS))
 
 Span = tuple[int, int, str]
+FAILED = "REDACTION_FAILED"
+# CHATMON_REDACTION_FAILURE: what becomes of a turn the analyser cannot redact.
+MASK = "mask"
+DEAD_LETTER = "dead_letter"
 
 
 def pii_spans(findings: Sequence[Finding]) -> list[Span]:
     """(start, end, ENTITY) of every PII finding with a span (leaks repeat entity spans)."""
     out = []
     for f in findings:
-        if f.detector == "pii" and f.span is not None and f.label != "pii.leak":
+        if f.detector == "pii" and f.span is not None and f.label not in _REPEATS:
             entity = str(f.evidence.get("entity") or f.label.split(".", 1)[1]).upper()
             out.append((f.span[0], f.span[1], entity))
     return out
+
+
+_REPEATS = frozenset({"pii.leak", "pii.sensitive_echo"})  # labels on spans already listed
+
+
+def masked(text: str) -> list[Span]:
+    """The one span that masks all of ``text`` (for a text the analyser could not read)."""
+    return [(0, len(text), FAILED)]
 
 
 def redact(text: str, spans: Sequence[Span]) -> tuple[str, Callable[[int], int]]:
@@ -82,17 +106,70 @@ def excerpt(redacted: str, mapper: Callable[[int], int], span: tuple[int, int] |
 
 
 class Redactor:
-    """Redacts free text (e.g. raw dead-letter input) with the PII detector, in batches."""
+    """The redaction stage's analyser: PII spans for a batch of texts, failing closed.
 
-    def __init__(self, pii: Detector | None) -> None:
+    ``pii`` is the PII detector (shared with the suite when it runs there, so a text is analysed
+    once); ``None`` means the texts were redacted before and only the safety net runs.
+    ``shared`` says the suite's own PII findings already cover the turns it scored."""
+
+    def __init__(self, pii: Detector | None, shared: bool = False) -> None:
         self.pii = pii
+        self.shared = shared and pii is not None
+
+    def load(self) -> None:
+        if self.pii is not None:
+            self.pii.load()
+
+    def spans(self, texts: Sequence[str]) -> list[list[Span] | None]:
+        """PII spans per text; ``None`` for a text the analyser fails on, alone too."""
+        pii = self.pii
+        if pii is None or not texts:
+            return [[] for _ in texts]
+        try:
+            return [pii_spans(f) for f in _analyse(pii, texts)]
+        except Exception as exc:  # the type only: a message can quote the text
+            log.warning("redaction: the PII analyser failed on a batch of %d (%s); "
+                        "retrying text by text", len(texts), type(exc).__name__)
+        out: list[list[Span] | None] = []
+        for text in texts:
+            try:
+                out.append(pii_spans(_analyse(pii, [text])[0]))
+            except Exception as exc:
+                log.warning("redaction: the PII analyser failed on a text alone (%s); it is "
+                            "masked", type(exc).__name__)
+                out.append(None)
+        return out
+
+    def redacted(self, texts: Sequence[str]) -> tuple[list[str], int]:
+        """Each text redacted, and how many had to be fully masked."""
+        spans = self.spans(texts)
+        out = [redact(t, masked(t) if s is None else s)[0]
+               for t, s in zip(texts, spans, strict=True)]
+        return out, sum(s is None for s in spans)
 
     def texts(self, texts: Sequence[str]) -> list[str]:
-        if not texts:
-            return []
-        if self.pii is None:
-            return [redact(t, [])[0] for t in texts]
-        ts = datetime(1970, 1, 1, tzinfo=UTC)
-        batch = [ScoringInput(Turn("redact", i, "user", t, ts)) for i, t in enumerate(texts)]
-        found = self.pii.score(batch)
-        return [redact(t, pii_spans(f))[0] for t, f in zip(texts, found, strict=True)]
+        """Each text redacted (a text the analyser fails on: fully masked)."""
+        return self.redacted(texts)[0]
+
+
+def _analyse(pii: Detector, texts: Sequence[str]) -> list[list[Finding]]:
+    pii.load()
+    ts = datetime(1970, 1, 1, tzinfo=UTC)
+    batch = [ScoringInput(Turn("redact", i, "user", t, ts)) for i, t in enumerate(texts)]
+    found = pii.score(batch)
+    if not isinstance(found, list) or len(found) != len(texts):
+        raise DetectorShapeError(f"the PII analyser returned no list of {len(texts)} results")
+    return found
+
+
+def redaction_stage(detectors: Sequence[Detector],
+                    pii_options: dict[str, Any] | None = None) -> Redactor:
+    """The stage for a suite: its PII detector when it has one, else a PII detector of its own
+    (loaded with :meth:`Redactor.load`, once per worker), so redaction never depends on which
+    detectors run."""
+    pii = next((d for d in detectors if d.name == "pii"), None)
+    if pii is not None:
+        return Redactor(pii, shared=True)
+    from detectors import registry
+
+    return Redactor(registry.create("pii", pii_options or {}))
