@@ -47,7 +47,9 @@ def pii_spans(findings: Sequence[Finding]) -> list[Span]:
     return out
 
 
-_REPEATS = frozenset({"pii.leak", "pii.sensitive_echo"})  # labels on spans already listed
+# pii.leak repeats an entity's span; pii.sensitive_echo is kept: a password or one-time code the
+# bot echoed has no entity finding of its own.
+_REPEATS = frozenset({"pii.leak"})
 
 
 def masked(text: str) -> list[Span]:
