@@ -35,7 +35,15 @@ NAME, ADDRESS = "Marguerite Okonkwo-Villanueva", "742 Evergreen Terrace"
 
 
 def _stored_bytes(db: Path) -> str:
-    return db.read_bytes().decode("utf-8", errors="replace")
+    """The database file, its WAL (the open engine's writes may still be there) and every row."""
+    files = [f for f in (db, Path(f"{db}-wal")) if f.exists()]
+    out = "".join(f.read_bytes().decode("utf-8", errors="replace") for f in files)
+    engine = create_engine(f"sqlite:///{db}")
+    with engine.connect() as conn:
+        for table in ("turns", "findings", "dead_letters"):
+            out += repr(conn.execute(text(f"select * from {table}")).all())
+    engine.dispose()
+    return out
 
 
 def test_pii_not_enabled_planted_values_never_stored_raw(tmp_path: Path) -> None:
@@ -170,7 +178,8 @@ def test_a_failing_analyser_is_counted_in_the_summary_and_alerted(
     assert summary.as_dict()["redaction_failures"] == {"masked": 2, "text_masked": 2}
     bodies = [b for path, b, _ in rx.requests if path == "/hook"]
     fired = [b for b in bodies if b["rule"] == "ChatmonRedactionFailed"]
-    assert fired and fired[0]["status"] == "firing" and fired[0]["counts"]["redaction_failures"] == 4
+    assert fired and fired[0]["status"] == "firing"
+    assert fired[0]["counts"]["redaction_failures"] == 4
     assert all(NAME not in raw.decode() for _, _, raw in rx.requests)
 
 
