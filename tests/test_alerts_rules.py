@@ -113,6 +113,8 @@ BT = {"bot": "b1", "tenant": "t1"}
 LEAK = 'chatmon_findings_total{detector="pii",label="pii.leak",bot="b1",tenant="t1",flagged="%s"}'
 TURNS = 'chatmon_turns_processed_total{bot="b1",tenant="t1",role="assistant"}'
 TOX = 'chatmon_flagged_turns_total{detector="toxicity",bot="b1",tenant="t1"}'
+ECHO = LEAK.replace("pii.leak", "pii.sensitive_echo")
+REDACTION = 'chatmon_redaction_failures_total{outcome="%s"}'
 
 PROMTOOL_CASES: list[tuple[str, list[dict[str, str]], list[dict[str, Any]]]] = [
     ("leak on a series that first appears already at 1",
@@ -129,6 +131,24 @@ PROMTOOL_CASES: list[tuple[str, list[dict[str, str]], list[dict[str, Any]]]] = [
     ("near miss: unflagged pii.leak findings do not page",
      [{"series": LEAK % "false", "values": "0 1 2 3 4 5 6"}],
      [{"eval_time": "5m", "alertname": "ChatmonPIILeak", "exp_alerts": []}]),
+    ("sensitive echo on a series that first appears already at 1 pages",
+     [{"series": ECHO % "true", "values": "_ _ 1 1 1 1 1 1 1 1 1 1"}],
+     [{"eval_time": "3m", "alertname": "ChatmonSensitiveEcho", "exp_alerts": [_alert(
+         "ChatmonSensitiveEcho", "1", **BT)]},
+      {"eval_time": "3m", "alertname": "ChatmonPIILeak", "exp_alerts": []},
+      {"eval_time": "9m", "alertname": "ChatmonSensitiveEcho", "exp_alerts": []}]),
+    ("near miss: unflagged pii.sensitive_echo findings do not page",
+     [{"series": ECHO % "false", "values": "0 1 2 3 4 5 6"}],
+     [{"eval_time": "5m", "alertname": "ChatmonSensitiveEcho", "exp_alerts": []}]),
+    ("a first redaction failure opens a ticket; it resolves after the window",
+     [{"series": REDACTION % "masked", "values": "_ _ 3 3 3 3 3 3 3 3 3 3 3 3 3 3 3 3"}],
+     [{"eval_time": "4m", "alertname": "ChatmonRedactionFailed", "exp_alerts": [
+         {"exp_labels": {"severity": "ticket", "source": "chatmon"},
+          "exp_annotations": _annotations("ChatmonRedactionFailed", "3")}]},
+      {"eval_time": "15m", "alertname": "ChatmonRedactionFailed", "exp_alerts": []}]),
+    ("near miss: no new redaction failures, no ticket",
+     [{"series": REDACTION % "dead_lettered", "values": "2x20"}],
+     [{"eval_time": "15m", "alertname": "ChatmonRedactionFailed", "exp_alerts": []}]),
     ("toxicity at 10% of 10 turns a minute pages",
      [{"series": TURNS, "values": "0+10x30"}, {"series": TOX, "values": "0+1x30"}],
      [{"eval_time": "20m", "alertname": "ChatmonToxicityRate", "exp_alerts": [_alert(
