@@ -2,7 +2,7 @@
 Prometheus (1 s scrape and evaluation) evaluating the generated rules, alerts routed by the
 shipped Alertmanager example to a loopback receiver; and the embedded-mode webhooks of the same
 ``chatmon serve`` process. A planted PII leak must page within 30 s with the right labels and no
-raw PII, then resolve.
+raw PII, then resolve; a bot echoing a full card number pages on both paths (issue 17.3).
 
 Skipped only when the Debian binaries are absent (``make system-deps`` installs them).
 """
@@ -277,3 +277,40 @@ def test_embedded_webhooks_fire_and_resolve(stack: Stack):
     for value in LEAKED:
         assert value not in log
     print(f"embedded alert resolved after {time.monotonic() - t0:.1f} s")
+
+
+CARD = "4111 1111 1111 1111"
+
+
+def test_sensitive_echo_pages_through_prometheus_and_the_embedded_webhook(stack: Stack):
+    """Issue 17.3: a full card number the bot repeats pages on both paths, without the value."""
+    events = [
+        {"conversation_id": "e2e-echo-1", "turn": 0, "role": "user", "bot_id": "bot-echo",
+         "tenant": "acme", "ts": "2026-11-21T10:00:00Z",
+         "text": f"I was charged twice on my card {CARD}."},
+        {"conversation_id": "e2e-echo-1", "turn": 1, "role": "assistant", "bot_id": "bot-echo",
+         "tenant": "acme", "ts": "2026-11-21T10:00:04Z",
+         "text": f"I have refunded the duplicate charge on {CARD}"},
+    ]
+    req = urllib.request.Request(f"{stack.chatmon_url}/v1/turns", data=json.dumps(events).encode(),
+                                 headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        assert resp.status == 200
+    rx = stack.receiver
+    page = rx.wait_for(lambda r: r[0] == "/am/pagerduty"
+                       and r[1].get("payload", {}).get("summary", "").startswith(
+                           "ChatmonSensitiveEcho bot=bot-echo tenant=acme"), 30)
+    assert page is not None, f"no Prometheus page; got {[r[0] for r in rx.requests]}"
+    assert page[1]["payload"]["severity"] == "critical"
+    assert page[1]["payload"]["custom_details"]["detector"] == "pii"
+    embedded = rx.wait_for(lambda r: r[0] == "/embedded/json"
+                           and r[1].get("rule") == "ChatmonSensitiveEcho", 30)
+    assert embedded is not None and embedded[1]["labels"]["bot"] == "bot-echo"
+    assert embedded[1]["evidence"] == [{"conversation_id": "e2e-echo-1", "turn": 1,
+                                        "label": "pii.sensitive_echo"}]
+    leaks = [r for r in rx.requests if r[1].get("rule") == "ChatmonPIILeak"
+             and r[1]["labels"].get("bot") == "bot-echo"]
+    assert leaks == []  # the user gave the number: an echo, not a leak
+    for r in (page, embedded):
+        assert CARD not in r[2].decode() and CARD.replace(" ", "") not in r[2].decode()
+    assert CARD not in stack.chatmon_log.read_text()
