@@ -84,7 +84,7 @@ def measure_pipeline(cfg: dict[str, Any]) -> dict[str, Any]:
             proc.process(warm[i : i + settings.batch_size])
         encoder = proc.suite.features.encoder
         if not cfg.get("encoder_cache", True):  # every cache of seen text off
-            for part in (encoder, *proc.suite.detectors):
+            for part in (encoder, *proc.suite.detectors, proc.redactor.pii):
                 if part is not None and hasattr(part, "configure_cache"):
                     part.configure_cache(0)
         feature_s = _time_features(proc)
