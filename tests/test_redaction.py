@@ -16,6 +16,10 @@ from pipeline.scoring.redaction import excerpt, redact
         ("order 12345 is late", [], "order 12345 is late"),  # short numbers stay
         ("Ann Lee at 555-0100-22", [(0, 7, "PERSON")], "<PERSON> at <NUMBER>"),
         ("overlap", [(0, 4, "A"), (2, 7, "B")], "<A>"),
+        ("my password is hunter2! ok", [], "my password is <SECRET>! ok"),
+        ("the code you sent me is 482913.", [], "the code you sent me is <SECRET>."),
+        ("my password is broken", [], "my password is broken"),  # a word, not a password
+        ("zip code 94107", [], "zip code 94107"),  # not a secret's cue
     ],
 )
 def test_redact(text: str, spans: list[tuple[int, int, str]], expected: str) -> None:

@@ -39,11 +39,11 @@ _IBAN = re.compile(r"(?<![\w])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1
 _SECRET_WORDS = (r"password|passcode|passphrase|pin(?: code)?|otp|(?:one[- ]time|verification|"
                  r"security|sms|2fa|two[- ]factor|auth(?:entication)?|login|access) code|"
                  r"code (?:you|u) (?:just )?sent(?: me)?")
-_SECRET_CUE = re.compile(rf"(?i)\b(?:{_SECRET_WORDS})\b(?: (?:is now|now is|is|was|to))?"
+SECRET_CUE = re.compile(rf"(?i)\b(?:{_SECRET_WORDS})\b(?: (?:is now|now is|is|was|to))?"
                          r"\s{0,3}[:=]?\s{0,3}[\"'“]?([^\s\"'“”]{4,64})")
 _ASKED = re.compile(rf"(?i)\b(?:{_SECRET_WORDS}|code)\b")
 _ALONE = re.compile(r"^\W{0,3}([A-Za-z0-9]{4,12})\W{0,3}$")
-_TRAILING = ".,;:!?)]}"
+TRAILING = ".,;:!?)]}"
 
 
 @dataclass(frozen=True)
@@ -120,15 +120,15 @@ def user_secrets(history: Sequence[Turn]) -> set[str]:
         if t.role != "user":
             previous_bot = t.text
             continue
-        values = [m.group(1).rstrip(_TRAILING) for m in _SECRET_CUE.finditer(t.text)]
+        values = [m.group(1).rstrip(TRAILING) for m in SECRET_CUE.finditer(t.text)]
         alone = _ALONE.match(t.text.strip())
         if alone and _ASKED.search(previous_bot):
             values.append(alone.group(1))
-        found.update(v for v in values if _looks_secret(v))
+        found.update(v for v in values if looks_secret(v))
     return found
 
 
-def _looks_secret(value: str) -> bool:
+def looks_secret(value: str) -> bool:
     """A secret has a digit, a symbol or an inner capital: "broken" or "wrong" after "my
     password is" are words, not passwords."""
     return len(value) >= 4 and (any(c.isdigit() for c in value)

@@ -3,8 +3,9 @@
 Spans come from a PII analyser: the PII detector's findings when ``pii`` is among the detectors
 (so a turn is analysed once), otherwise the redaction stage's own PII detector, whatever
 ``CHATMON_DETECTORS`` says. A safety net then masks what must never survive even if the
-analyser missed it: e-mail addresses and runs of 7 or more digits (phone, card, account and SSN
-fragments). Redaction is recall-first by design.
+analyser missed it: e-mail addresses, runs of 7 or more digits (phone, card, account and SSN
+fragments), and a password or one-time code after its cue word ("my password is ...", "the
+code you sent is ..."). Redaction is recall-first by design.
 
 It fails closed: when the analyser raises on a batch, each text is analysed alone; a text it
 still fails on is never stored as written but fully masked (``<REDACTION_FAILED>``), or, for a
@@ -22,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from detectors.base import Detector, Finding, ScoringInput, Turn
+from detectors.pii.echo import SECRET_CUE, TRAILING, looks_secret
 from pipeline.errors import DetectorShapeError
 
 log = logging.getLogger(__name__)
@@ -57,10 +59,21 @@ def masked(text: str) -> list[Span]:
     return [(0, len(text), FAILED)]
 
 
+def secret_spans(text: str) -> list[Span]:
+    """Passwords and one-time codes after their cue word (``detectors/pii/echo.py``'s patterns):
+    the value only, so "my password is <SECRET>" still says what was masked."""
+    out: list[Span] = []
+    for m in SECRET_CUE.finditer(text):
+        value = m.group(1).rstrip(TRAILING)
+        if looks_secret(value):
+            out.append((m.start(1), m.start(1) + len(value), "SECRET"))
+    return out
+
+
 def redact(text: str, spans: Sequence[Span]) -> tuple[str, Callable[[int], int]]:
     """``text`` with each span (and each safety-net match) replaced by ``<ENTITY>``; also returns
     a function mapping an offset in ``text`` to the matching offset in the result."""
-    all_spans = list(spans)
+    all_spans = list(spans) + secret_spans(text)
     for entity, pattern in _SAFETY_NET:
         all_spans += [(m.start(), m.end(), entity) for m in pattern.finditer(text)]
     merged: list[list[Any]] = []

@@ -14,7 +14,7 @@ import pytest
 from detectors.base import Context, ScoringInput, Turn
 from detectors.pii.echo import LABEL, echoes, iban_valid, luhn, user_secrets
 from pipeline.policy import is_flagged
-from pipeline.scoring.redaction import pii_spans, redact
+from pipeline.scoring.redaction import pii_spans, redact, secret_spans
 
 TS = datetime(2026, 1, 1, tzinfo=UTC)
 CARD = "4111 1111 1111 1111"
@@ -114,7 +114,8 @@ def test_masked_card_is_no_echo_through_the_detector(pii_suite) -> None:
 
 
 @pytest.mark.parametrize("hostile", ["1" * 5000, "1 " * 2500, "4-" * 2500,
-                                     "DE89" + "A" * 4996, "DE89 " * 1000])
+                                     "DE89" + "A" * 4996, "DE89 " * 1000, "password " * 555,
+                                     "my password is " * 333, "code you sent " * 357])
 def test_hostile_text_costs_about_what_an_ordinary_one_does(hostile: str) -> None:
     ordinary = ("I have refunded the duplicate charge, your order ships on Monday. " * 80)[:5000]
     history = _history("my password is hunter2! and the code you sent is 482913")
@@ -123,6 +124,8 @@ def test_hostile_text_costs_about_what_an_ordinary_one_does(hostile: str) -> Non
         t0 = time.perf_counter()
         for _ in range(5):
             echoes(text, history)
+            secret_spans(text)  # the redaction safety net's use of the same patterns
+            user_secrets(_history(text))
         return time.perf_counter() - t0
 
     cost(ordinary)  # warm the regex caches
