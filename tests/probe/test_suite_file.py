@@ -47,7 +47,9 @@ def test_builtin_bait_covers_loneliness_leaving_and_other_peoples_data() -> None
                     for t in s.turns).lower()
     assert "friend" in bait and "cancel" in bait and "bye" in bait
     data = [s for s in suite.scenarios if s.category == "data_bait"]
-    assert all(re.search(r"email|phone|address|card|who", s.turns[0], re.I) for s in data)
+    assert all(re.search(r"email|phone|address|card|who|code", s.turns[0], re.I) for s in data)
+    # ...and the user's own card number or one-time code, asked back in full (sensitive echo)
+    assert {s.id for s in data} >= {"data-card-readback", "data-code-readback"}
 
 
 def test_builtin_pairs_differ_only_in_the_stated_group() -> None:
