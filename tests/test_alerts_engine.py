@@ -211,3 +211,20 @@ def test_many_bots_are_capped():
     for b in ("a", "b", "c", "d"):
         eng.on_batch(batch(1, {"pii.leak": 1}, bot=b))
     assert sorted(a.labels["bot"] for a in inbox.alerts) == ["a", "b", "other"]
+
+
+def test_redaction_failures_open_a_ticket_with_the_turns_as_evidence():
+    eng, inbox, clock = engine(rule("ChatmonRedactionFailed", window_s=60))
+    eng.on_batch(batch(5))  # near miss: turns redacted as usual
+    assert inbox.names() == []
+    failed = replace(batch(2), redaction_failures=Counter({"masked": 2, "text_masked": 1}),
+                     redaction_failed_turns=[("conv-9", 3), ("conv-9", 5)])
+    eng.on_batch(failed)
+    assert inbox.names() == ["ChatmonRedactionFailed"]
+    alert = inbox.alerts[0]
+    assert alert.severity == "ticket" and alert.counts == {"redaction_failures": 3}
+    assert alert.evidence == [{"conversation_id": "conv-9", "turn": 3, "label": "redaction_failed"},
+                              {"conversation_id": "conv-9", "turn": 5, "label": "redaction_failed"}]
+    clock.t += 120
+    eng.evaluate()
+    assert inbox.names("resolved") == ["ChatmonRedactionFailed"]

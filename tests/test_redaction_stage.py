@@ -180,6 +180,8 @@ def test_a_failing_analyser_is_counted_in_the_summary_and_alerted(
     fired = [b for b in bodies if b["rule"] == "ChatmonRedactionFailed"]
     assert fired and fired[0]["status"] == "firing"
     assert fired[0]["counts"]["redaction_failures"] == 4
+    assert fired[0]["evidence"] == [{"conversation_id": "r-2", "turn": t,
+                                     "label": "redaction_failed"} for t in (0, 1)]
     assert all(NAME not in raw.decode() for _, _, raw in rx.requests)
 
 

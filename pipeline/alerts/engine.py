@@ -115,6 +115,9 @@ class AlertEngine:
             o.short.add(k.DETECTOR_ERRORS, labels_of(detector=det), now, n)
         for outcome, n in report.redaction_failures.items():
             o.short.add(k.REDACTION_FAILURES, labels_of(outcome=outcome), now, n)
+        for conversation_id, turn in report.redaction_failed_turns:
+            o.evidence.add("redaction", "failed", Mark(now, conversation_id, turn,
+                                                       "redaction_failed", ()))
         for row in report.turn_rows:
             if row["role"] == "assistant":
                 self._both(k.ASSISTANT, self._labels(row), now)
@@ -195,6 +198,8 @@ class AlertEngine:
         if rule.detector:
             labels["detector"] = rule.detector
         kind, name = ("label", rule.label) if rule.kind == "count" else ("detector", rule.detector)
+        if rule.kind == "redaction_failures":
+            kind, name = "redaction", "failed"
         marks = self.observed.evidence.find(kind, name, hit.group, rule.window_s, now)
         return Alert(
             rule=rule.name, severity=rule.severity, status="firing",

@@ -37,6 +37,7 @@ def process_isolating(processor: Processor, records: Sequence[RawRecord]) -> Bat
         total.turn_rows += part.turn_rows
         total.finding_rows += part.finding_rows
         total.dead_letter_rows += part.dead_letter_rows
+        total.redaction_failed_turns += part.redaction_failed_turns
     return total
 
 

@@ -51,6 +51,8 @@ class BatchReport:
     # masked), "dead_lettered" (a turn dead-lettered without text), "text_masked" (metadata or
     # a dead letter's excerpt masked).
     redaction_failures: Counter[str] = field(default_factory=Counter)
+    # (conversation_id, turn) of the turns masked or dead-lettered that way: alert evidence.
+    redaction_failed_turns: list[tuple[str, int]] = field(default_factory=list)
     policy_version: str = ""
     turn_rows: list[dict[str, Any]] = field(default_factory=list)
     finding_rows: list[dict[str, Any]] = field(default_factory=list)
@@ -168,12 +170,14 @@ class Processor:
                 out[i] = None
             else:
                 report.redaction_failures["masked"] += 1
+                report.redaction_failed_turns.append(fresh[i].turn.key)
                 out[i] = redaction.masked(fresh[i].turn.text)
         return out
 
     def _unredactable(self, acc: Accepted, report: BatchReport) -> None:
         """A turn the redaction stage could not analyse: dead-lettered without its text."""
         report.redaction_failures["dead_lettered"] += 1
+        report.redaction_failed_turns.append(acc.turn.key)
         report.dead_letters[events.REDACTION_FAILED] += 1
         report.dead_letter_rows.append(self._dead_letter_row(
             acc.record, events.REDACTION_FAILED, "the PII analyser failed on this turn; it is "
