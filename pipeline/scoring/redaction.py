@@ -146,13 +146,17 @@ class Redactor:
             log.warning("redaction: the PII analyser failed on a batch of %d (%s); "
                         "retrying text by text", len(texts), type(exc).__name__)
         out: list[list[Span] | None] = []
+        errors: set[str] = set()
         for text in texts:
             try:
                 out.append(pii_spans(_analyse(pii, [text])[0]))
             except Exception as exc:
-                log.warning("redaction: the PII analyser failed on a text alone (%s); it is "
-                            "masked", type(exc).__name__)
+                errors.add(type(exc).__name__)
                 out.append(None)
+        if errors:  # one line per batch, not per text
+            log.warning("redaction: the PII analyser still failed on %d of %d texts alone (%s); "
+                        "they are never stored as written", sum(s is None for s in out),
+                        len(texts), ", ".join(sorted(errors)))
         return out
 
     def redacted(self, texts: Sequence[str]) -> tuple[list[str], int]:
