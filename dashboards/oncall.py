@@ -75,8 +75,10 @@ def _health() -> list[Panel]:
         timeseries("Turns not scored: language the detector does not read (per s)",
                    PromQuery(_rate(m.NOT_SCORED_LANGUAGE, "detector"), "{{detector}}"),
                    unit="ops"),
-        timeseries("Sink errors and capped label values (per s)",
+        timeseries("Sink errors, redaction failures, capped label values (per s)",
                    PromQuery(f"sum(rate({m.SINK_ERRORS}{W}))", "sink errors"),
+                   PromQuery(_rate(m.REDACTION_FAILURES, "outcome"),
+                             "redaction failed: {{outcome}}"),
                    PromQuery(_rate(m.LABEL_VALUES_CAPPED, "label"), "capped {{label}}"),
                    unit="ops"),
     ]
