@@ -195,3 +195,16 @@ def test_safety_net_only_leaves_names_and_addresses_which_the_stage_redacts(pii_
     assert net_only == redact(raw, [])[0]
     full = Redactor(pii_suite.detectors[0]).texts([raw])[0]
     assert NAME not in full and "Evergreen" not in full and PLANTED["card"] not in full
+
+
+def test_review_notes_are_redacted_by_the_stage_without_the_pii_detector() -> None:
+    """`chatmon review import` with only `style` enabled (it fell back to the safety net)."""
+    from pipeline.cli.review import note_redactor
+    from pipeline.review.importer import safety_net
+    from pipeline.settings import Settings
+
+    redact_notes = note_redactor(Settings(detectors=("style",)))
+    out = redact_notes([f"The user is {NAME} and lives at {ADDRESS}, Springfield.", ""])
+    assert NAME not in out[0] and "Okonkwo" not in out[0] and "Evergreen" not in out[0]
+    assert safety_net([f"The user is {NAME}"]) == [f"The user is {NAME}"]  # what it did before
+    assert out[1] == ""

@@ -63,18 +63,16 @@ def sample_cmd(obj: Ctx, n: int, out: Path, detector: str | None, label: str | N
 
 
 def note_redactor(settings: Settings) -> Any:
-    """Redacts reviewers' notes with the PII detector, loaded only when some note has text."""
+    """Redacts reviewers' notes with the redaction stage (a PII detector, whatever
+    CHATMON_DETECTORS says), loaded only when some note has text."""
     from pipeline.review.importer import safety_net
 
     def redact(notes: list[str]) -> list[str]:
-        if not any(notes) or "pii" not in settings.enabled_detectors():
+        if not any(notes):
             return safety_net(notes)
-        from pipeline.scoring.redaction import Redactor
-        from pipeline.scoring.suite import DetectorSuite
+        from pipeline.scoring.redaction import redaction_stage
 
-        suite = DetectorSuite.from_names(["pii"], settings.detector_options)
-        suite.load()
-        return Redactor(suite.detectors[0]).texts(notes)
+        return redaction_stage((), settings.detector_options.get("pii")).texts(notes)
 
     return redact
 
