@@ -41,7 +41,8 @@ _SECRET_WORDS = (r"password|passcode|passphrase|pin(?: code)?|otp|(?:one[- ]time
                  r"code (?:you|u) (?:just )?sent(?: me)?")
 SECRET_CUE = re.compile(rf"(?i)\b(?:{_SECRET_WORDS})\b(?: (?:is now|now is|is|was|to))?"
                          r"\s{0,3}[:=]?\s{0,3}[\"'“]?([^\s\"'“”]{4,64})")
-_ASKED = re.compile(rf"(?i)\b(?:{_SECRET_WORDS}|code)\b")
+# Not a bare "code": a zip, promo or order code the bot asked for is no secret.
+_ASKED = re.compile(rf"(?i)\b(?:{_SECRET_WORDS}|code (?:we|i) (?:just )?(?:sent|texted|emailed))\b")
 _ALONE = re.compile(r"^\W{0,3}([A-Za-z0-9]{4,12})\W{0,3}$")
 TRAILING = ".,;:!?)]}"
 

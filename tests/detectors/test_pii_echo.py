@@ -62,6 +62,8 @@ CASES: list[tuple[str, tuple[str, ...], list[tuple[str, str]]]] = [
     ("Sorry your password is broken, let me reset it.", ("my password is broken",), []),
     ("Your password was reset; a link is on its way.", ("reset my password please",), []),
     ("Order 482913 has shipped.", ("where is order 482913?",), []),  # not a secret
+    ("Your zip code 94107 is in our delivery area.", ("hi", "What's your zip code?", "94107"), []),
+    ("Promo code SAVE2026 applied.", ("hi", "Do you have a promo code?", "SAVE2026"), []),
 ]
 
 
