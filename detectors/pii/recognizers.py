@@ -30,19 +30,33 @@ _NAME_WORD = r"\p{Lu}[\p{Ll}\p{M}][\p{L}\p{M}'’\-]*"
 
 PHONE_CONTEXT = [
     "phone",
+    "telephone",
+    "cellphone",
+    "smartphone",
     "call",
     "tel",
+    "ph",
     "mobile",
+    "mob",
     "cell",
     "fax",
     "office",
     "number",
     "reach",
     "text",
+    "sms",
+    "message",
     "whatsapp",
+    "signal",
+    "telegram",
     "contact",
     "dial",
+    "ring",
     "landline",
+    "hotline",
+    "voicemail",
+    "extension",
+    "ext",
 ]
 NEGATIVE_NUMBER_CONTEXT = re.compile(
     r"(?i:order|invoice|ticket|tracking|ref|reference|case|confirmation|booking|receipt|"
@@ -85,7 +99,8 @@ class WindowContextMixin:
 
 
 def _context(words: list[str]) -> Any:
-    return re.compile(r"(?i)\b(?:" + "|".join(words) + r")\b")
+    """Whole words, with plural and verb endings ("phones", "called", "texting")."""
+    return re.compile(r"(?i)\b(?:" + "|".join(words) + r")(?:s|es|ed|ing)?\b")
 
 
 class OfflineEmailRecognizer(EmailRecognizer):
@@ -125,23 +140,41 @@ class ChatPatternRecognizer(PatternRecognizer):
         )
 
 
+_EXT = r"(?:[ \t]*(?i:x|ext\.?|extension)[ \t]*\d{1,5})?"  # "555-0132 x204", "ext. 12"
+# Regions whose numbering plans decide "valid" for a number written without a country code.
+# Germany, Austria and Finland are left out: their plans have variable-length numbers, so most
+# 7-10 digit runs (street numbers, postcodes) are "valid" there.
+PHONE_REGIONS = ("US", "GB", "FR", "ES", "IT", "NL", "BE", "CH", "IE", "AU", "IN", "BR", "SE",
+                 "NO", "DK", "PL", "PT")
+_NOT_PHONE_LAYOUT = re.compile(r"\d{3}-\d{2}-\d{4}|\d{1,3}(?:\.\d{1,3}){3}")  # SSN, IPv4
+VALID_PHONE_SCORE = 0.5
+
+
 class PhonePatternRecognizer(WindowContextMixin, ChatPatternRecognizer):
     ENTITY = "PHONE_NUMBER"
     PATTERNS = [
         Pattern(
             "Phone, international (medium)",
             r"(?<![\w+.-])\+\d{1,3}[ .\-]?(?:\(\d{1,4}\)[ .\-]?)?\d{1,4}(?:[ .\-]\d{2,5}){1,4}"
-            r"(?![\w.-]?\d)",
+            + _EXT + r"(?![\w.-]?\d)",
+            0.5,
+        ),
+        Pattern(
+            "Phone, North American layout (medium)",
+            r"(?<![\w./:+-])(?:(?:1|001)[ .\-])?(?:\(\d{3}\)[ .\-]?|\d{3}[.\-])\d{3}[.\-]\d{4}"
+            + _EXT + r"(?![\w.,/:-]?\d)",
             0.5,
         ),
         Pattern(
             "Phone, area code in brackets (medium)",
-            r"(?<![\w.-])\(\d{1,4}\)[ .\-]?\d{2,5}(?:[ .\-]\d{2,5}){0,3}(?![\w.-]?\d)",
+            r"(?<![\w.-])\(\d{1,4}\)[ .\-]?\d{2,5}(?:[ .\-]\d{2,5}){0,3}" + _EXT
+            + r"(?![\w.-]?\d)",
             0.45,
         ),
         Pattern(
             "Phone, digit groups (weak)",
-            r"(?<![\w./:+-])(?<!\d,)\d{2,5}(?:[ .\-]\d{2,8}){1,4}(?![\w.,/:-]?\d)",
+            r"(?<![\w./:+-])(?<!\d,)\d{2,5}(?:[ .\-]\d{2,8}){1,4}" + _EXT
+            + r"(?![\w.,/:-]?\d)",
             0.2,
         ),
         Pattern("Phone, 9-11 digits (very weak)", r"(?<![\w.+-])\d{9,11}(?![\w.-]?\d)", 0.15),
@@ -177,7 +210,35 @@ class PhonePatternRecognizer(WindowContextMixin, ChatPatternRecognizer):
             for r in results
             if not NEGATIVE_NUMBER_CONTEXT.search(text[max(0, r.start - 24) : r.start])
         ]
+        for r in results:
+            if r.score < VALID_PHONE_SCORE and (region := valid_phone_region(text[r.start:r.end])):
+                r.score = VALID_PHONE_SCORE
+                if r.analysis_explanation is not None:
+                    r.analysis_explanation.pattern_name = f"Phone, valid number ({region})"
         return self._boost(text, results)
+
+
+def valid_phone_region(candidate: str) -> str | None:
+    """The first of ``PHONE_REGIONS`` whose numbering plan makes ``candidate`` a valid number
+    (Google's libphonenumber rules, via ``phonenumbers``; a candidate is one short match, so
+    this costs microseconds, unlike scanning the whole text per region)."""
+    import phonenumbers
+
+    digits = re.sub(r"\D", "", candidate)
+    # A full national number: ten digits or more, or a trunk "0" and nine or more. Shorter runs
+    # are local numbers that no plan can tell from a street number or a postcode.
+    if len(digits) < 9 or (len(digits) < 10 and not candidate.lstrip("(").startswith("0")):
+        return None
+    if _NOT_PHONE_LAYOUT.fullmatch(candidate.strip()):
+        return None
+    for region in PHONE_REGIONS:
+        try:
+            num = phonenumbers.parse(candidate, region)
+        except phonenumbers.NumberParseException:
+            return None
+        if phonenumbers.is_valid_number(num):
+            return region
+    return None
 
 
 _CUE = (
