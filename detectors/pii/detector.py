@@ -298,9 +298,11 @@ def _recognizers(entities: Sequence[str]) -> list[Any]:
 
     from detectors.pii import recognizers as pr
     from detectors.pii.address import StreetAddressRecognizer
+    from detectors.pii.names import GivenNameRecognizer
 
     all_ = [SpacyRecognizer(supported_entities=["PERSON", "LOCATION"]),
-            pr.PersonCueRecognizer(), pr.SpeakerNameRecognizer(), pr.LocationCueRecognizer(),
+            pr.PersonCueRecognizer(), pr.SpeakerNameRecognizer(), GivenNameRecognizer(),
+            pr.LocationCueRecognizer(),
             pr.OfflineEmailRecognizer(), pr.PhonePatternRecognizer(),
             pr.CardRecognizer(), IbanRecognizer(), UsSsnRecognizer(), IpRecognizer(),
             StreetAddressRecognizer()]
