@@ -6,7 +6,7 @@ national name statistics) for the locales support bots commonly serve. See docs/
 
 Kept: names written in Latin letters (with accents), two letters or more, capitalised, and not
 an English word that often starts a sentence or is a month, weekday or common noun ("May",
-"Will", "Hope", "Summer": ``COMMON_WORDS``). Nothing here reads any evaluation set.
+"Will", "Hope", "Summer": ``COMMON_WORDS``, and spaCy's English stop words: "My", "Do"). Nothing here reads any evaluation set.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ _NAME = re.compile(r"\p{Lu}[\p{Ll}\p{M}]+(?:[-'’]\p{Lu}?[\p{Ll}\p{M}]+)?")
 
 
 def given_names(locales: tuple[str, ...] = LOCALES) -> list[str]:
+    from spacy.lang.en.stop_words import STOP_WORDS  # "My", "Do", "Will" as given names
+
     names: set[str] = set()
     for loc in locales:
         try:
@@ -63,7 +65,8 @@ def given_names(locales: tuple[str, ...] = LOCALES) -> list[str]:
                 continue  # some locales compute these (a property), not a list
             for n in values:
                 n = str(n).strip()
-                if _NAME.fullmatch(n) and n.lower() not in COMMON_WORDS:
+                low = n.lower()
+                if _NAME.fullmatch(n) and low not in COMMON_WORDS and low not in STOP_WORDS:
                     names.add(n)
     return sorted(names)
 
