@@ -26,6 +26,7 @@ import regex as re
 from presidio_analyzer import AnalysisExplanation, EntityRecognizer, RecognizerResult
 
 FIRST_NAMES_FILE = Path(__file__).parent / "data" / "first_names.txt"
+NAME = "GivenNameRecognizer"
 FULL_SCORE = 0.6
 ALONE_SCORE = 0.5
 _WORD = r"\p{Lu}[\p{Ll}\p{M}]+(?:[-'’]\p{Lu}?[\p{Ll}\p{M}]+)?"
@@ -72,7 +73,7 @@ def _trim(rest: str) -> tuple[str, int]:
 
 class GivenNameRecognizer(EntityRecognizer):
     def __init__(self) -> None:
-        super().__init__(supported_entities=["PERSON"], name="GivenNameRecognizer",
+        super().__init__(supported_entities=["PERSON"], name=NAME,
                          supported_language="en")
 
     def load(self) -> None:
@@ -89,9 +90,9 @@ class GivenNameRecognizer(EntityRecognizer):
             end = m.end(1) + extra
             pattern, score = ("given name + surname", FULL_SCORE) if extra else (
                 "given name alone", ALONE_SCORE)
-            expl = AnalysisExplanation(recognizer=self.name, original_score=score,
-                                       pattern_name=pattern, textual_explanation=None)
+            expl = AnalysisExplanation(recognizer=NAME, original_score=score,
+                                       pattern_name=pattern, textual_explanation=pattern)
             out.append(RecognizerResult(
                 "PERSON", m.start(), end, score, analysis_explanation=expl,
-                recognition_metadata={RecognizerResult.RECOGNIZER_NAME_KEY: self.name}))
+                recognition_metadata={RecognizerResult.RECOGNIZER_NAME_KEY: NAME}))
         return out

@@ -321,7 +321,8 @@ class LocationCueRecognizer(ChatPatternRecognizer):
         Pattern(
             "place after cue",
             rf"(?<={_PLACE_CUE}[ \t]+(?:the[ \t]+)?)\p{{Lu}}[\p{{L}}\p{{M}}'’\-]+"
-            rf"(?:[ \t]+(?:\p{{Lu}}[\p{{L}}\p{{M}}'’\-]*|de|del|la|nad|am|an|upon|sur)){{0,3}}",
+            rf"(?:[ \t]+(?:\p{{Lu}}[\p{{L}}\p{{M}}'’\-]*|"
+            r"(?:de|del|la|nad|am|an|upon|sur)\b)){0,3}",
             0.5,
         ),
         Pattern(

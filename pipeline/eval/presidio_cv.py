@@ -72,7 +72,7 @@ def pick_thresholds(gold: Sequence[Sequence[Span]], preds: Sequence[Sequence[Sco
 def grouped_cv(gold: Sequence[Sequence[Span]], preds: Sequence[Sequence[ScoredSpan]],
                groups: Sequence[str], entities: Sequence[str], shipped: dict[str, float],
                count: Tally, prf: Metrics, k: int = 5) -> dict[str, Any]:
-    """Out-of-fold metrics (thresholds re-picked per fold) and shipped-threshold metrics per fold."""
+    """Out-of-fold metrics (cuts re-picked per fold), and per fold with the shipped cuts."""
     folds = group_folds(groups, k)
     oof: Counter[str] = Counter()
     per_fold: list[dict[str, Any]] = []

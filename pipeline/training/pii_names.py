@@ -6,7 +6,8 @@ national name statistics) for the locales support bots commonly serve. See docs/
 
 Kept: names written in Latin letters (with accents), two letters or more, capitalised, and not
 an English word that often starts a sentence or is a month, weekday or common noun ("May",
-"Will", "Hope", "Summer": ``COMMON_WORDS``, and spaCy's English stop words: "My", "Do"). Nothing here reads any evaluation set.
+"Will", "Hope", "Summer": ``COMMON_WORDS``, and spaCy's English stop words: "My", "Do").
+Nothing here reads any evaluation set.
 """
 
 from __future__ import annotations
