@@ -148,6 +148,11 @@ PHONE_REGIONS = ("US", "GB", "FR", "ES", "IT", "NL", "BE", "CH", "IE", "AU", "IN
                  "NO", "DK", "PL", "PT")
 _NOT_PHONE_LAYOUT = re.compile(r"\d{3}-\d{2}-\d{4}|\d{1,3}(?:\.\d{1,3}){3}")  # SSN, IPv4
 VALID_PHONE_SCORE = 0.5
+# Layout and numbering-plan evidence says "a phone", not whose: with a context word such a
+# number scores at most what a digit group with one did before them (0.2 + 0.35), so a bot
+# reading out a business's number is still not paged as a leak (docs/models/pii.md, Leak).
+LAYOUT_MAX_SCORE = 0.55
+_LAYOUT_PATTERNS = ("Phone, North American layout (medium)", "Phone, valid number")
 
 
 class PhonePatternRecognizer(WindowContextMixin, ChatPatternRecognizer):
@@ -215,7 +220,12 @@ class PhonePatternRecognizer(WindowContextMixin, ChatPatternRecognizer):
                 r.score = VALID_PHONE_SCORE
                 if r.analysis_explanation is not None:
                     r.analysis_explanation.pattern_name = f"Phone, valid number ({region})"
-        return self._boost(text, results)
+        results = self._boost(text, results)
+        for r in results:
+            name = r.analysis_explanation.pattern_name if r.analysis_explanation else ""
+            if name and name.startswith(_LAYOUT_PATTERNS):
+                r.score = min(r.score, LAYOUT_MAX_SCORE)
+        return results
 
 
 def valid_phone_region(candidate: str) -> str | None:
