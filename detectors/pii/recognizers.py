@@ -188,7 +188,8 @@ class PhonePatternRecognizer(WindowContextMixin, ChatPatternRecognizer):
     context_regex = _context(PHONE_CONTEXT)
 
     def invalidate_result(self, pattern_text: str) -> bool:
-        digits = re.sub(r"\D", "", pattern_text)
+        number = re.sub(r"(?i)[ \t]*(?:x|ext\.?|extension)[ \t]*\d{1,5}$", "", pattern_text)
+        digits = re.sub(r"\D", "", number)  # an extension's digits are not the number's
         if not 7 <= len(digits) <= 15 or len(set(digits)) < 3:
             return True
         # Dates (2024-05-01, 01.05.2024) are not phones.

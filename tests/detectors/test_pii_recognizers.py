@@ -67,6 +67,7 @@ PHONE_CASES = [
     ("I'm texting from 0176 2345 6789 today", "0176 2345 6789", []),  # inflected context
     ("Best to use (212)555-0134x204 for me", "(212)555-0134x204", []),  # extension included
     ("212.555.0134 is the one I check", "212.555.0134", []),  # North American layout, no cue
+    ("it's 001-579-967-3868x7173 now", "001-579-967-3868x7173", []),  # 17 digits with the ext.
     ("06 12 34 56 78 works after five", "06 12 34 56 78", []),  # valid French mobile, no cue
     # near misses
     ("My order 212-555-0134 arrived broken", None, ["212-555-0134"]),  # order number
