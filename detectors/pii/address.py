@@ -79,7 +79,8 @@ class StreetAddressRecognizer(WindowContextMixin, ChatPatternRecognizer):
                 r"\d{1,5}[A-Za-z]?\b\.?",
                 0.6),
         Pattern("street-type prefix, name, number",
-                rf"(?:\b\d{{1,5}}[ \t]*,?[ \t]+)?(?i:(?<!\w)(?:{STREET_PREFIXES}))[ \t]*"
+                rf"(?:\b\d{{1,5}}[ \t]*,?[ \t]+)?(?i:(?<!\w)(?:{STREET_PREFIXES}))"
+                r"(?:(?<=[./])|(?!\w))[ \t]*"  # a whole prefix: "Aleja", not "Alejandra"
                 rf"(?:{_WORD}[ \t]+)"
                 rf"{{0,4}}?{_WORD}(?:[ \t]*,?[ \t]+\d{{1,5}}[A-Za-z]?\b\.?)?", 0.55),
         Pattern("number, name, number",

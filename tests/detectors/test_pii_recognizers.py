@@ -44,6 +44,8 @@ NAME_CASES = [
     ("ok so Ilaria Conti and Maria need access to the shared folder", ["Ilaria Conti", "Maria"],
      []),
     ("Please ask Maria Gonzalez about the refund", ["Maria Gonzalez"], []),
+    # "Aleja" (Polish: avenue) starts "Alejandra" but is not a street prefix there
+    ("please cancel the subscription for Alejandra, she moved out", ["Alejandra"], []),
     # near misses: given names that are English words, company names after a given name
     ("May I ask why the parcel is late? Will you refund it?", [], ["May", "Will"]),
     ("Hope this helps, Summer sale ends Friday", [], ["Hope", "Summer"]),
@@ -85,6 +87,13 @@ def test_phones(pii: PiiDetector, text: str, phone: str | None, not_phones: list
         assert phone in phones, phones
     for value in not_phones:
         assert not any(value in p or p in value for p in phones), phones
+
+
+def test_street_prefix_is_a_whole_word(pii: PiiDetector) -> None:
+    found = _flagged(pii, "please cancel the subscription for Alejandra, she moved out")
+    assert "STREET_ADDRESS" not in found
+    found = _flagged(pii, "I live at Aleja Jana Pawła 12, Kraków, and ship to ul. Długa 7")
+    assert found.get("STREET_ADDRESS") == ["Aleja Jana Pawła 12, Kraków", "ul. Długa 7"]
 
 
 def test_valid_phone_region_needs_a_full_national_number() -> None:
