@@ -67,6 +67,51 @@ TEMPLATES = (
     "thanks, the app works fine now",
     "I was on hold for {MINUTES} minutes yesterday",
 )
+# Set "b", written after version 1.2.0's first changes and scored once per version (see the
+# model card): other phrasings, more lowercase and list-like turns.
+TEMPLATES_B = (
+    "so {FIRST} from your team promised a callback, never happened",
+    "pls transfer the licence to {PERSON}",
+    "{PERSON} and {PERSON2} are the two admins on our plan",
+    "my husband {FIRST} set this up, I don't have his login",
+    "could {FIRST} from billing ring me back?",
+    "the reviewer was {PERSON}, according to the email",
+    "{FIRST} here, quick question about my bill",
+    "this is about my late father's account, {PERSON}",
+    "ask for {FIRST} at reception",
+    "I spoke to {PERSON} last week and she said it was fixed",
+    "number's {PHONE} if you need it",
+    "{PHONE} - that's my husband's, please don't use it",
+    "if it's urgent try {PHONE}",
+    "call back on {PHONE} please",
+    "I've got two numbers, {PHONE} and {PHONE2}",
+    "reach me on my cell {PHONE} between 9 and 5",
+    "sms to {PHONE} never arrive",
+    "contact: {PHONE}",
+    "we're opening a second branch in {CITY}",
+    "does the warranty cover purchases made in {COUNTRY}?",
+    "I'm based near {CITY} so the depot is far",
+    "the conference in {CITY} went badly because the app crashed",
+    "shipping to {COUNTRY} costs way too much",
+    "{CITY} store staff were rude to me",
+    "I'll be in {CITY} until the 12th",
+    "my parents live in {COUNTRY} and want to use it too",
+    "deliver to {ADDRESS} between 8 and 12",
+    "address on the account should be {ADDRESS}",
+    "return label shows {ADDRESS}, which is wrong",
+    "I'm now living at {ADDRESS}",
+    "{ADDRESS} - please use this from now on",
+    "collection point is {ADDRESS}, {CITY}",
+    "my details: {PERSON}, {ADDRESS}, {PHONE}",
+    "forward it to {PERSON} at {EMAIL}",
+    "{PERSON} ({EMAIL}) needs a copy of the invoice",
+    "the update broke sync on version 4.{YEAR}",
+    "ticket {DIGITS} still says pending",
+    "I paid {MINUTES} euros extra for nothing",
+    "why is the Premium plan more expensive than Basic?",
+    "my account number is {DIGITS}, can you check it",
+)
+TEMPLATE_SETS = {"a": TEMPLATES, "b": TEMPLATES_B}
 
 
 def _faker(locale: str, seed: int) -> Any:
@@ -83,14 +128,16 @@ def _name(fakers: dict[str, Any], rng: random.Random, first: bool) -> str:
     return str(f.first_name() if first else f"{f.first_name()} {f.last_name()}")
 
 
-def build(n: int, seed: int = 17) -> list[dict[str, Any]]:
+def build(n: int, seed: int = 17, templates: tuple[str, ...] = TEMPLATES) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     fakers = {loc: _faker(loc, seed + i) for i, loc in enumerate(LIST_LOCALES + OTHER_LOCALES)}
     values = {
         "PERSON": ("PERSON", lambda: _name(fakers, rng, first=False)),
         "FIRST": ("PERSON", lambda: _name(fakers, rng, first=True)),
         "FIRST2": ("PERSON", lambda: _name(fakers, rng, first=True)),
+        "PERSON2": ("PERSON", lambda: _name(fakers, rng, first=False)),
         "PHONE": ("PHONE_NUMBER", lambda: fakers[rng.choice(LIST_LOCALES)].phone_number()),
+        "PHONE2": ("PHONE_NUMBER", lambda: fakers[rng.choice(LIST_LOCALES)].phone_number()),
         "CITY": ("GPE", lambda: fakers[rng.choice(LIST_LOCALES)].city()),
         "CITY2": ("GPE", lambda: fakers[rng.choice(LIST_LOCALES)].city()),
         "COUNTRY": ("GPE", lambda: fakers["en_US"].country()),
@@ -103,8 +150,8 @@ def build(n: int, seed: int = 17) -> list[dict[str, Any]]:
     }
     rows = []
     for i in range(n):
-        tid = i % len(TEMPLATES)
-        template = TEMPLATES[tid]
+        tid = i % len(templates)
+        template = templates[tid]
         text, spans, pos = "", [], 0
         for m in re.finditer(r"\{([A-Z0-9]+)\}", template):
             text += template[pos:m.start()]
@@ -126,12 +173,14 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True, help="folder for synth_dataset_v2.json")
     ap.add_argument("-n", type=int, default=800)
     ap.add_argument("--seed", type=int, default=17)
+    ap.add_argument("--templates", choices=sorted(TEMPLATE_SETS), default="a")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    rows = build(args.n, args.seed)
+    templates = TEMPLATE_SETS[args.templates]
+    rows = build(args.n, args.seed, templates)
     (args.out / "synth_dataset_v2.json").write_text(json.dumps(rows, indent=1, ensure_ascii=False),
                                                     encoding="utf-8")
-    print(f"{len(rows)} sentences from {len(TEMPLATES)} templates -> {args.out}")
+    print(f"{len(rows)} sentences from {len(templates)} templates -> {args.out}")
 
 
 if __name__ == "__main__":
