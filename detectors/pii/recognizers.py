@@ -293,7 +293,13 @@ class PersonCueRecognizer(ChatPatternRecognizer):
 
 _PLACE_CUE = (
     r"(?i:\bfrom|\bgrew up in|\bbased in|\blives? in|\bliving in|\bmoved to|\bborn in|"
-    r"\blocated in|\bcity|\btown|\buniversity of|\bvisit(?:ing)?|\bnear)"
+    r"\blocated in|\bcity|\btown|\buniversity of|\bvisit(?:ing)?|\bnear|"
+    # moving, travelling and where things are: "we relocated to", "the store in", "stuck in"
+    r"\b(?:re)?locat(?:e|ed|ing) to|\bmoving to|\bflying to|\bfly to|\btrave(?:l|ll)(?:ing)? to|"
+    r"\btrip to|\bholiday in|\bvacation in|\bstay(?:ing)? in|\bback in|\bhere in|\bover in|"
+    r"\b(?:store|shop|branch|office|depot|warehouse|hospital|hotel|airport|customs) in|"
+    r"\bstuck in|\bshipp(?:ed|ing) to|\bsent to|\bdeliver(?:ed|y)? to|\barrived? in|"
+    r"\bcitizen of|\bresident of|\bresiding in|\bborn and raised in)"
 )
 _ORG_SUFFIX = re.compile(r"\b(?:LLC|Inc|Ltd|Corp|Group|GmbH|Company|Partners|Bank|University)\b")
 _ACRONYMS = frozenset(

@@ -89,6 +89,31 @@ def test_phones(pii: PiiDetector, text: str, phone: str | None, not_phones: list
         assert not any(value in p or p in value for p in phones), phones
 
 
+PLACE_CASES = [
+    # (text, place that must be flagged as LOCATION or STREET_ADDRESS, entity)
+    ("we relocated to Alingsås last month", "Alingsås", "LOCATION"),
+    ("the store in Arese refused to take the return", "Arese", "LOCATION"),
+    ("the parcel is stuck in customs in Kettering", "Kettering", "LOCATION"),
+    ("send it to 234 Ben Villages, please", "234 Ben Villages", "STREET_ADDRESS"),
+    ("I'm at 880 Cristina Throughway now", "880 Cristina Throughway", "STREET_ADDRESS"),
+]
+
+
+@pytest.mark.parametrize(("text", "place", "entity"), PLACE_CASES)
+def test_more_place_cues_and_street_types(pii: PiiDetector, text: str, place: str,
+                                          entity: str) -> None:
+    assert place in _flagged(pii, text).get(entity, [])
+
+
+@pytest.mark.parametrize("text", [
+    "the store in the mall was closed",  # a cue, but no capitalised name after it
+    "I paid 30 Euros at the Club yesterday",  # a number and a street-type word, no street
+])
+def test_place_near_misses(pii: PiiDetector, text: str) -> None:
+    found = _flagged(pii, text)
+    assert "LOCATION" not in found and "STREET_ADDRESS" not in found, found
+
+
 def test_street_prefix_is_a_whole_word(pii: PiiDetector) -> None:
     found = _flagged(pii, "please cancel the subscription for Alejandra, she moved out")
     assert "STREET_ADDRESS" not in found
