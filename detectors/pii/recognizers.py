@@ -152,7 +152,8 @@ VALID_PHONE_SCORE = 0.5
 # number scores at most what a digit group with one did before them (0.2 + 0.35), so a bot
 # reading out a business's number is still not paged as a leak (docs/models/pii.md, Leak).
 LAYOUT_MAX_SCORE = 0.55
-_LAYOUT_PATTERNS = ("Phone, North American layout (medium)", "Phone, valid number")
+_LAYOUT_PATTERNS = ("Phone, North American layout (medium)", "Phone, valid number",
+                    "Phone, trunk-0 area code in brackets (medium)")
 
 
 class PhonePatternRecognizer(WindowContextMixin, ChatPatternRecognizer):
@@ -168,6 +169,12 @@ class PhonePatternRecognizer(WindowContextMixin, ChatPatternRecognizer):
             "Phone, North American layout (medium)",
             r"(?<![\w./:+-])(?:(?:1|001)[ .\-])?(?:\(\d{3}\)[ .\-]?|\d{3}[.\-])\d{3}[.\-]\d{4}"
             + _EXT + r"(?![\w.,/:-]?\d)",
+            0.5,
+        ),
+        Pattern(
+            "Phone, trunk-0 area code in brackets (medium)",  # "(01620) 69409", "(08) 8747 6301"
+            r"(?<![\w.-])\(0\d{1,4}\)[ .\-]?\d{2,5}(?:[ .\-]\d{2,5}){0,3}" + _EXT
+            + r"(?![\w.-]?\d)",
             0.5,
         ),
         Pattern(
