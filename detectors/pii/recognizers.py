@@ -147,13 +147,16 @@ _EXT = r"(?:[ \t]*(?i:x|ext\.?|extension)[ \t]*\d{1,5})?"  # "555-0132 x204", "e
 PHONE_REGIONS = ("US", "GB", "FR", "ES", "IT", "NL", "BE", "CH", "IE", "AU", "IN", "BR", "SE",
                  "NO", "DK", "PL", "PT")
 _NOT_PHONE_LAYOUT = re.compile(r"\d{3}-\d{2}-\d{4}|\d{1,3}(?:\.\d{1,3}){3}")  # SSN, IPv4
-VALID_PHONE_SCORE = 0.5
-# Layout and numbering-plan evidence says "a phone", not whose: with a context word such a
-# number scores at most what a digit group with one did before them (0.2 + 0.35), so a bot
-# reading out a business's number is still not paged as a leak (docs/models/pii.md, Leak).
-LAYOUT_MAX_SCORE = 0.55
-_LAYOUT_PATTERNS = ("Phone, North American layout (medium)", "Phone, valid number",
-                    "Phone, trunk-0 area code in brackets (medium)")
+# Layout and numbering-plan evidence is a floor, not a boost: a number in a phone layout, or
+# valid in a region, scores at least 0.5 (flagged) with no context word; with one it keeps the
+# score its pattern family always had (digit groups 0.55, brackets 0.8), so leak weights and
+# pages for numbers next to "call" are what they were (docs/models/pii.md, Leak).
+PHONE_FLOOR = 0.5
+_PHONE_LAYOUTS = re.compile(
+    r"(?:(?:1|001)[ .\-])?(?:\(\d{3}\)[ .\-]?|\d{3}[.\-])\d{3}[.\-]\d{4}"  # North American
+    r"|\(0\d{1,4}\)[ .\-]?\d{2,5}(?:[ .\-]\d{2,5}){0,3}"  # trunk-0 area code: "(01620) 69409"
+    + _EXT
+)
 
 
 class PhonePatternRecognizer(WindowContextMixin, ChatPatternRecognizer):
@@ -166,20 +169,8 @@ class PhonePatternRecognizer(WindowContextMixin, ChatPatternRecognizer):
             0.5,
         ),
         Pattern(
-            "Phone, North American layout (medium)",
-            r"(?<![\w./:+-])(?:(?:1|001)[ .\-])?(?:\(\d{3}\)[ .\-]?|\d{3}[.\-])\d{3}[.\-]\d{4}"
-            + _EXT + r"(?![\w.,/:-]?\d)",
-            0.5,
-        ),
-        Pattern(
-            "Phone, trunk-0 area code in brackets (medium)",  # "(01620) 69409", "(08) 8747 6301"
-            r"(?<![\w.-])\(0\d{1,4}\)[ .\-]?\d{2,5}(?:[ .\-]\d{2,5}){0,3}" + _EXT
-            + r"(?![\w.-]?\d)",
-            0.5,
-        ),
-        Pattern(
-            "Phone, area code in brackets (medium)",
-            r"(?<![\w.-])\(\d{1,4}\)[ .\-]?\d{2,5}(?:[ .\-]\d{2,5}){0,3}" + _EXT
+            "Phone, area code in brackets (medium)",  # "(0118)", "(01620)": trunk 0 + 4 digits
+            r"(?<![\w.-])\((?:0\d{4}|\d{1,4})\)[ .\-]?\d{2,5}(?:[ .\-]\d{2,5}){0,3}" + _EXT
             + r"(?![\w.-]?\d)",
             0.45,
         ),
@@ -223,17 +214,21 @@ class PhonePatternRecognizer(WindowContextMixin, ChatPatternRecognizer):
             for r in results
             if not NEGATIVE_NUMBER_CONTEXT.search(text[max(0, r.start - 24) : r.start])
         ]
-        for r in results:
-            if r.score < VALID_PHONE_SCORE and (region := valid_phone_region(text[r.start:r.end])):
-                r.score = VALID_PHONE_SCORE
-                if r.analysis_explanation is not None:
-                    r.analysis_explanation.pattern_name = f"Phone, valid number ({region})"
+        floors = {id(r): why for r in results if (why := self._floor(text[r.start:r.end]))}
         results = self._boost(text, results)
         for r in results:
-            name = r.analysis_explanation.pattern_name if r.analysis_explanation else ""
-            if name and name.startswith(_LAYOUT_PATTERNS):
-                r.score = min(r.score, LAYOUT_MAX_SCORE)
+            if id(r) in floors and r.score < PHONE_FLOOR:
+                r.score = PHONE_FLOOR
+                if r.analysis_explanation is not None:
+                    r.analysis_explanation.pattern_name = floors[id(r)]
         return results
+
+    @staticmethod
+    def _floor(candidate: str) -> str | None:
+        if _PHONE_LAYOUTS.fullmatch(candidate.strip()):
+            return "Phone, layout (North American or trunk-0 area code)"
+        region = valid_phone_region(candidate)
+        return f"Phone, valid number ({region})" if region else None
 
 
 def valid_phone_region(candidate: str) -> str | None:
