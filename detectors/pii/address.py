@@ -30,6 +30,16 @@ STREET_TYPES = (
     "vista|glen|haven|ranch|oval|cove|creek|shores?|path|trace|track|spur|orchard|pines?|plains?|"
     "prairie|rapids|river|stream|ville|wells?|knolls?|isle|lodge|manor|neck|skyway|tunnel|flats"
 )
+# USPS street suffixes (Publication 28, appendix C1) the list above lacks, plurals included:
+# "234 Ben Villages", "7868 Elizabeth Divide", "880 Cristina Throughway".
+STREET_TYPES += (
+    "|villages|divide|cent(?:er|re)s?|throughway|expressway|freeway|motorway|causeway|"
+    "extensions?|forks?|fords?|gateway|inlet|islands?|keys?|mount(?:ain)?s?|overpass|passage|"
+    "radial|ramp|shoals?|stravenue|trafficway|underpass|unions?|viaduct|bluffs?|bottom|branch|"
+    "bridge|brooks?|burgs?|canyon|cape|cliffs?|commons?|corners?|curve|dale|ferry|forges?|"
+    "hollow|lights?|locks?|missions?|points|ports|ridges|roads|squares|streets|valleys|walks|"
+    "ways|harbou?rs|lanes|drives|courts|circles|crescents|loops|rows|trails|islands|expy|fwy"
+)
 _MAIN_TYPES = "street|avenue|road|drive|lane|boulevard|terrace|court|place|square|way"
 # Street-type words written as the end of the name ("Bundesstrasse", "Þorsteinsgata", "-katu").
 STREET_ENDINGS = (
@@ -79,7 +89,8 @@ class StreetAddressRecognizer(WindowContextMixin, ChatPatternRecognizer):
                 r"\d{1,5}[A-Za-z]?\b\.?",
                 0.6),
         Pattern("street-type prefix, name, number",
-                rf"(?:\b\d{{1,5}}[ \t]*,?[ \t]+)?(?i:(?<!\w)(?:{STREET_PREFIXES}))[ \t]*"
+                rf"(?:\b\d{{1,5}}[ \t]*,?[ \t]+)?(?i:(?<!\w)(?:{STREET_PREFIXES}))"
+                r"(?:(?<=[./])|(?!\w))[ \t]*"  # a whole prefix: "Aleja", not "Alejandra"
                 rf"(?:{_WORD}[ \t]+)"
                 rf"{{0,4}}?{_WORD}(?:[ \t]*,?[ \t]+\d{{1,5}}[A-Za-z]?\b\.?)?", 0.55),
         Pattern("number, name, number",

@@ -71,7 +71,7 @@ class PiiDetector:
         self.batch_size = batch_size
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple[bytes, float], list[Any]] = OrderedDict()
-        self.version = f"1.2.0+{model}"  # 1.1: weighted leak scores; 1.2: sensitive echo
+        self.version = f"1.2.0+{model}"  # 1.1: weighted leak scores; 1.2: sensitive echo, given names, phones
         self._batch: Any = None
         self._anonymizer: Any = None
         self._post: Any = None
@@ -302,9 +302,11 @@ def _recognizers(entities: Sequence[str]) -> list[Any]:
 
     from detectors.pii import recognizers as pr
     from detectors.pii.address import StreetAddressRecognizer
+    from detectors.pii.names import GivenNameRecognizer
 
     all_ = [SpacyRecognizer(supported_entities=["PERSON", "LOCATION"]),
-            pr.PersonCueRecognizer(), pr.SpeakerNameRecognizer(), pr.LocationCueRecognizer(),
+            pr.PersonCueRecognizer(), pr.SpeakerNameRecognizer(), GivenNameRecognizer(),
+            pr.LocationCueRecognizer(),
             pr.OfflineEmailRecognizer(), pr.PhonePatternRecognizer(),
             pr.CardRecognizer(), IbanRecognizer(), UsSsnRecognizer(), IpRecognizer(),
             StreetAddressRecognizer()]

@@ -20,6 +20,8 @@ from typing import Any
 import regex as re
 from presidio_analyzer import RecognizerResult
 
+from detectors.pii.recognizers import COUNTRIES
+
 NAME_LIKE = frozenset({"PERSON", "LOCATION"})
 DEMOTED_SCORE = 0.45  # below the 0.5 flagging threshold, above the 0.2 redaction threshold
 PROPAGATED_SCORE = 0.55
@@ -50,15 +52,31 @@ def _recognizer(r: Any) -> str:
     return str(r.recognition_metadata.get(RecognizerResult.RECOGNIZER_NAME_KEY, ""))
 
 
+_COUNTRY = re.compile(rf"(?i:{COUNTRIES})")
+_PLACE_WORD = re.compile(r"(?i)\b(?:in|from|to|at|near|visit|visiting|around|across)\s*$")
+
+
 def demote_lone_places(text: str, results: Sequence[Any]) -> list[Any]:
+    """One-word NER places with no place cue drop below the flagging cut, except country names;
+    one that is also a given name found by ``GivenNameRecognizer`` ("Magnus spent a year") is
+    dropped: the small model tags unfamiliar first names as places."""
+    given = {(r.start, r.end) for r in results if _recognizer(r) == "GivenNameRecognizer"}
+    out = []
     for r in results:
         if r.entity_type != "LOCATION" or _recognizer(r) != "SpacyRecognizer":
+            out.append(r)
+            continue
+        cued = _PLACE_CUE.search(text[max(0, r.start - 20):r.start])
+        if (r.start, r.end) in given and not _PLACE_WORD.search(text[max(0, r.start - 20):r.start]):
+            continue
+        out.append(r)
+        if _COUNTRY.fullmatch(text[r.start:r.end].strip()):
             continue
         single = " " not in text[r.start:r.end].strip()
         line_start = "\n" in text[max(0, r.start - 2):r.start] or r.start == 0
-        if single and not line_start and not _PLACE_CUE.search(text[max(0, r.start - 20):r.start]):
+        if single and not line_start and not cued:
             r.score = min(r.score, DEMOTED_SCORE)
-    return list(results)
+    return out
 
 
 def _new(start: int, end: int, how: str) -> RecognizerResult:

@@ -30,19 +30,33 @@ _NAME_WORD = r"\p{Lu}[\p{Ll}\p{M}][\p{L}\p{M}'’\-]*"
 
 PHONE_CONTEXT = [
     "phone",
+    "telephone",
+    "cellphone",
+    "smartphone",
     "call",
     "tel",
+    "ph",
     "mobile",
+    "mob",
     "cell",
     "fax",
     "office",
     "number",
     "reach",
     "text",
+    "sms",
+    "message",
     "whatsapp",
+    "signal",
+    "telegram",
     "contact",
     "dial",
+    "ring",
     "landline",
+    "hotline",
+    "voicemail",
+    "extension",
+    "ext",
 ]
 NEGATIVE_NUMBER_CONTEXT = re.compile(
     r"(?i:order|invoice|ticket|tracking|ref|reference|case|confirmation|booking|receipt|"
@@ -85,7 +99,8 @@ class WindowContextMixin:
 
 
 def _context(words: list[str]) -> Any:
-    return re.compile(r"(?i)\b(?:" + "|".join(words) + r")\b")
+    """Whole words, with plural and verb endings ("phones", "called", "texting")."""
+    return re.compile(r"(?i)\b(?:" + "|".join(words) + r")(?:s|es|ed|ing)?\b")
 
 
 class OfflineEmailRecognizer(EmailRecognizer):
@@ -125,23 +140,44 @@ class ChatPatternRecognizer(PatternRecognizer):
         )
 
 
+_EXT = r"(?:[ \t]*(?i:x|ext\.?|extension)[ \t]*\d{1,5})?"  # "555-0132 x204", "ext. 12"
+# Regions whose numbering plans decide "valid" for a number written without a country code.
+# Germany, Austria and Finland are left out: their plans have variable-length numbers, so most
+# 7-10 digit runs (street numbers, postcodes) are "valid" there.
+PHONE_REGIONS = ("US", "GB", "FR", "ES", "IT", "NL", "BE", "CH", "IE", "AU", "IN", "BR", "SE",
+                 "NO", "DK", "PL", "PT")
+_NOT_PHONE_LAYOUT = re.compile(r"\d{3}-\d{2}-\d{4}|\d{1,3}(?:\.\d{1,3}){3}")  # SSN, IPv4
+# Layout and numbering-plan evidence is a floor, not a boost: a number in a phone layout, or
+# valid in a region, scores at least 0.5 (flagged) with no context word; with one it keeps the
+# score its pattern family always had (digit groups 0.55, brackets 0.8), so leak weights and
+# pages for numbers next to "call" are what they were (docs/models/pii.md, Leak).
+PHONE_FLOOR = 0.5
+_PHONE_LAYOUTS = re.compile(
+    r"(?:(?:1|001)[ .\-])?(?:\(\d{3}\)[ .\-]?|\d{3}[.\-])\d{3}[.\-]\d{4}"  # North American
+    r"|\(0\d{1,4}\)[ .\-]?\d{2,5}(?:[ .\-]\d{2,5}){0,3}"  # trunk-0 area code: "(01620) 69409"
+    + _EXT
+)
+
+
 class PhonePatternRecognizer(WindowContextMixin, ChatPatternRecognizer):
     ENTITY = "PHONE_NUMBER"
     PATTERNS = [
         Pattern(
             "Phone, international (medium)",
             r"(?<![\w+.-])\+\d{1,3}[ .\-]?(?:\(\d{1,4}\)[ .\-]?)?\d{1,4}(?:[ .\-]\d{2,5}){1,4}"
-            r"(?![\w.-]?\d)",
+            + _EXT + r"(?![\w.-]?\d)",
             0.5,
         ),
         Pattern(
-            "Phone, area code in brackets (medium)",
-            r"(?<![\w.-])\(\d{1,4}\)[ .\-]?\d{2,5}(?:[ .\-]\d{2,5}){0,3}(?![\w.-]?\d)",
+            "Phone, area code in brackets (medium)",  # "(0118)", "(01620)": trunk 0 + 4 digits
+            r"(?<![\w.-])\((?:0\d{4}|\d{1,4})\)[ .\-]?\d{2,5}(?:[ .\-]\d{2,5}){0,3}" + _EXT
+            + r"(?![\w.-]?\d)",
             0.45,
         ),
         Pattern(
             "Phone, digit groups (weak)",
-            r"(?<![\w./:+-])(?<!\d,)\d{2,5}(?:[ .\-]\d{2,8}){1,4}(?![\w.,/:-]?\d)",
+            r"(?<![\w./:+-])(?<!\d,)\d{2,5}(?:[ .\-]\d{2,8}){1,4}" + _EXT
+            + r"(?![\w.,/:-]?\d)",
             0.2,
         ),
         Pattern("Phone, 9-11 digits (very weak)", r"(?<![\w.+-])\d{9,11}(?![\w.-]?\d)", 0.15),
@@ -150,7 +186,8 @@ class PhonePatternRecognizer(WindowContextMixin, ChatPatternRecognizer):
     context_regex = _context(PHONE_CONTEXT)
 
     def invalidate_result(self, pattern_text: str) -> bool:
-        digits = re.sub(r"\D", "", pattern_text)
+        number = re.sub(r"(?i)[ \t]*(?:x|ext\.?|extension)[ \t]*\d{1,5}$", "", pattern_text)
+        digits = re.sub(r"\D", "", number)  # an extension's digits are not the number's
         if not 7 <= len(digits) <= 15 or len(set(digits)) < 3:
             return True
         # Dates (2024-05-01, 01.05.2024) are not phones.
@@ -177,7 +214,44 @@ class PhonePatternRecognizer(WindowContextMixin, ChatPatternRecognizer):
             for r in results
             if not NEGATIVE_NUMBER_CONTEXT.search(text[max(0, r.start - 24) : r.start])
         ]
-        return self._boost(text, results)
+        floors = {id(r): why for r in results if (why := self._floor(text[r.start:r.end]))}
+        results = self._boost(text, results)
+        for r in results:
+            if id(r) in floors and r.score < PHONE_FLOOR:
+                r.score = PHONE_FLOOR
+                if r.analysis_explanation is not None:
+                    r.analysis_explanation.pattern_name = floors[id(r)]
+        return results
+
+    @staticmethod
+    def _floor(candidate: str) -> str | None:
+        if _PHONE_LAYOUTS.fullmatch(candidate.strip()):
+            return "Phone, layout (North American or trunk-0 area code)"
+        region = valid_phone_region(candidate)
+        return f"Phone, valid number ({region})" if region else None
+
+
+def valid_phone_region(candidate: str) -> str | None:
+    """The first of ``PHONE_REGIONS`` whose numbering plan makes ``candidate`` a valid number
+    (Google's libphonenumber rules, via ``phonenumbers``; a candidate is one short match, so
+    this costs microseconds, unlike scanning the whole text per region)."""
+    import phonenumbers
+
+    digits = re.sub(r"\D", "", candidate)
+    # A full national number: ten digits or more, or a trunk "0" and nine or more. Shorter runs
+    # are local numbers that no plan can tell from a street number or a postcode.
+    if len(digits) < 9 or (len(digits) < 10 and not candidate.lstrip("(").startswith("0")):
+        return None
+    if _NOT_PHONE_LAYOUT.fullmatch(candidate.strip()):
+        return None
+    for region in PHONE_REGIONS:
+        try:
+            num = phonenumbers.parse(candidate, region)
+        except phonenumbers.NumberParseException:
+            return None
+        if phonenumbers.is_valid_number(num):
+            return region
+    return None
 
 
 _CUE = (
@@ -221,7 +295,13 @@ class PersonCueRecognizer(ChatPatternRecognizer):
 
 _PLACE_CUE = (
     r"(?i:\bfrom|\bgrew up in|\bbased in|\blives? in|\bliving in|\bmoved to|\bborn in|"
-    r"\blocated in|\bcity|\btown|\buniversity of|\bvisit(?:ing)?|\bnear)"
+    r"\blocated in|\bcity|\btown|\buniversity of|\bvisit(?:ing)?|\bnear|"
+    # moving, travelling and where things are: "we relocated to", "the store in", "stuck in"
+    r"\b(?:re)?locat(?:e|ed|ing) to|\bmoving to|\bflying to|\bfly to|\btrave(?:l|ll)(?:ing)? to|"
+    r"\btrip to|\bholiday in|\bvacation in|\bstay(?:ing)? in|\bback in|\bhere in|\bover in|"
+    r"\b(?:store|shop|branch|office|depot|warehouse|hospital|hotel|airport|customs) in|"
+    r"\bstuck in|\bshipp(?:ed|ing) to|\bsent to|\bdeliver(?:ed|y)? to|\barrived? in|"
+    r"\bcitizen of|\bresident of|\bresiding in|\bborn and raised in)"
 )
 _ORG_SUFFIX = re.compile(r"\b(?:LLC|Inc|Ltd|Corp|Group|GmbH|Company|Partners|Bank|University)\b")
 _ACRONYMS = frozenset(
@@ -260,7 +340,8 @@ class LocationCueRecognizer(ChatPatternRecognizer):
         Pattern(
             "place after cue",
             rf"(?<={_PLACE_CUE}[ \t]+(?:the[ \t]+)?)\p{{Lu}}[\p{{L}}\p{{M}}'’\-]+"
-            rf"(?:[ \t]+(?:\p{{Lu}}[\p{{L}}\p{{M}}'’\-]*|de|del|la|nad|am|an|upon|sur)){{0,3}}",
+            rf"(?:[ \t]+(?:\p{{Lu}}[\p{{L}}\p{{M}}'’\-]*|"
+            r"(?:de|del|la|nad|am|an|upon|sur)\b)){0,3}",
             0.5,
         ),
         Pattern(

@@ -17,7 +17,9 @@ from pipeline.cli.context import Ctx, pass_ctx
 @pass_ctx
 def eval_cmd(obj: Ctx, bench: str, path: Path, as_json: bool) -> None:
     """A detector's quality on a public labelled set: BENCH at PATH (the set's folder, e.g.
-    ../shared/evaldata/presidio-synth-pii/dev). Thresholds come from shipped policy."""
+    ../shared/evaldata/presidio-synth-pii/dev). Thresholds come from shipped policy;
+    presidio-synth also reports a cross-validation grouped by template under
+    detail.grouped_cv, with thresholds re-picked on the other folds."""
     from pipeline.eval import BENCHES, run_benchmark
 
     if bench not in BENCHES:

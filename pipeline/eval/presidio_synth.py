@@ -22,6 +22,10 @@ and reported separately under ``detail.strict``: a gold ``LOCATION`` (a city or 
 that lies inside a predicted ``STREET_ADDRESS`` block counts as found, since the flagged address
 span covers it and redaction removes it. Micro recall, precision and F1 pool all scored types.
 A prediction is "flagged" when its score reaches the shipped policy threshold for its label.
+
+``detail.grouped_cv`` holds the numbers to trust: a five-fold cross-validation grouped by the
+set's ``template_id``, in which no template is both tuned on and scored
+(``pipeline.eval.presidio_cv``).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from detectors import registry
 from detectors.base import Finding
 from pipeline.errors import EvalDataError
 from pipeline.eval.core import EvalResult, require
+from pipeline.eval.presidio_cv import ScoredSpan, grouped_cv
 from pipeline.policy import threshold
 from pipeline.scoring.suite import score_texts, simple_input
 from pipeline.settings import Settings
@@ -74,16 +79,26 @@ def load_records(path: Path) -> list[tuple[str, list[Span]]]:
     return out
 
 
+def load_groups(path: Path) -> list[str]:
+    """The ``template_id`` of each record, as a string (the folds of the grouped CV)."""
+    (file,) = require(path, FILE)
+    try:
+        return [str(row["template_id"]) for row in json.loads(file.read_text(encoding="utf-8"))]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise EvalDataError(f"{file}: records without template_id ({exc})") from exc
+
+
+def scored_spans(findings: Iterable[Finding]) -> list[ScoredSpan]:
+    """Every per-entity prediction (not leaks) with its score, flagged or not."""
+    return [(f.span[0], f.span[1], str(f.evidence["entity"]), f.score) for f in findings
+            if f.span is not None and f.evidence.get("entity") in SCORED
+            and f.label != "pii.leak"]
+
+
 def flagged_spans(findings: Iterable[Finding], overrides: dict[str, float]) -> list[Span]:
     """Predicted spans: per-entity findings (not leaks) at or above their policy threshold."""
-    out = []
-    for f in findings:
-        entity = f.evidence.get("entity")
-        if f.span is None or entity not in SCORED or f.label == "pii.leak":
-            continue
-        if f.score >= threshold(f.label, overrides):
-            out.append((f.span[0], f.span[1], str(entity)))
-    return out
+    return [(s, e, ent) for s, e, ent, sc in scored_spans(findings)
+            if sc >= threshold(f"pii.{ent.lower()}", overrides)]
 
 
 def _overlaps(a: Span, b: Span) -> bool:
@@ -135,6 +150,7 @@ def evaluate(path: Path, settings: Settings) -> EvalResult:
     items = [simple_input(text, role="user", conversation_id=str(i))
              for i, (text, _) in enumerate(records)]
     findings = score_texts(detector, items, batch_size=settings.batch_size)
+    shipped = {e: threshold(f"pii.{e.lower()}", settings.thresholds) for e in SCORED}
     lenient: Counter[str] = Counter()
     strict: Counter[str] = Counter()
     for (_, gold), found in zip(records, findings, strict=True):
@@ -149,8 +165,9 @@ def evaluate(path: Path, settings: Settings) -> EvalResult:
     detail = {
         "per_entity": per_entity,
         "strict": _rounded(prf(strict, SCORED)),
-        "thresholds": {f"pii.{e.lower()}": threshold(f"pii.{e.lower()}", settings.thresholds)
-                       for e in SCORED},
+        "thresholds": {f"pii.{e.lower()}": v for e, v in shipped.items()},
         "model": getattr(detector, "model", None),
+        "grouped_cv": grouped_cv([g for _, g in records], [scored_spans(f) for f in findings],
+                                 load_groups(path), SCORED, shipped, count, prf),
     }
     return EvalResult("presidio-synth", "pii", len(records), prf(lenient, SCORED), detail)

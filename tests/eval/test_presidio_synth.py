@@ -12,6 +12,7 @@ import pytest
 
 from pipeline.errors import EvalDataError
 from pipeline.eval import run_benchmark
+from pipeline.eval.presidio_cv import group_folds, grouped_cv, pick_thresholds
 from pipeline.eval.presidio_synth import SCORED, count, load_records, prf
 from pipeline.settings import Settings
 
@@ -60,3 +61,52 @@ def test_eval_on_fixture() -> None:
         assert per[entity]["n_gold"] == 1 and per[entity]["recall"] == 1.0, entity
     assert result["metrics"]["recall"] == 1.0
     assert result["metrics"]["precision"] >= 0.8
+
+
+def test_group_folds_keep_each_template_in_one_fold() -> None:
+    groups = ["a"] * 5 + ["b"] * 4 + ["c"] * 3 + ["d"] * 3 + ["e"] * 1
+    folds = group_folds(groups, k=3)
+    for g in set(groups):
+        assert len({f for f, x in zip(folds, groups, strict=True) if x == g}) == 1, g
+    sizes = Counter(folds)
+    assert set(sizes) == {0, 1, 2} and max(sizes.values()) - min(sizes.values()) <= 2
+
+
+def test_pick_thresholds_maximises_f1_and_prefers_the_shipped_cut() -> None:
+    gold = [[(0, 5, "PERSON")], [(0, 5, "PERSON")], []]
+    preds = [[(0, 5, "PERSON", 0.4)], [(0, 5, "PERSON", 0.6)], [(0, 5, "PERSON", 0.3)]]
+    cuts = pick_thresholds(gold, preds, ["PERSON"], {"PERSON": 0.5}, count, prf)
+    assert cuts == {"PERSON": 0.4}  # both names, not the 0.3 false positive
+    # no prediction of the type: every cut scores the same, the shipped one is kept
+    assert pick_thresholds(gold, [[], [], []], ["PERSON"], {"PERSON": 0.5}, count,
+                           prf) == {"PERSON": 0.5}
+
+
+def test_grouped_cv_picks_each_folds_cut_on_the_other_templates() -> None:
+    # Template "t1" has names scoring 0.3; "t2" and "t3" score 0.6 with a 0.3 false positive.
+    # A cut tuned on t1's own sentences would find its names; held out, it must not.
+    gold = [[(0, 4, "PERSON")]] * 2 + [[(0, 4, "PERSON")]] * 4
+    preds = ([[(0, 4, "PERSON", 0.3)]] * 2
+             + [[(0, 4, "PERSON", 0.6), (6, 9, "PERSON", 0.3)]] * 4)
+    groups = ["t1"] * 2 + ["t2"] * 2 + ["t3"] * 2
+    cv = grouped_cv(gold, preds, groups, ["PERSON"], {"PERSON": 0.5}, count, prf, k=3)
+    assert [f["templates"] for f in cv["folds"]] == [1, 1, 1]
+    held_t1, held_t2 = cv["folds"][0], cv["folds"][1]  # equal sizes: folds in template order
+    # Tuned on t2+t3, 0.5 and 0.6 both give F1 1.0 there; the shipped 0.5 wins the tie, and
+    # t1's 0.3 names, held out, are missed.
+    assert held_t1["thresholds"] == {"PERSON": 0.5}
+    assert held_t1["out_of_fold"]["recall"] == 0.0
+    assert held_t1["shipped_thresholds"]["recall"] == 0.0
+    # Tuned on t1+t3, 0.3 wins (F1 0.8 against 0.67): t2's false positive is kept.
+    assert held_t2["thresholds"] == {"PERSON": 0.3}
+    assert held_t2["out_of_fold"] == {"recall": 1.0, "precision": 0.5, "f1": round(2 / 3, 4)}
+    assert cv["per_entity"]["PERSON"]["n_gold"] == 6
+    assert cv["recall"] == round(4 / 6, 4)
+
+
+def test_eval_reports_grouped_cv() -> None:
+    cv = run_benchmark("presidio-synth", FIXTURE, Settings()).as_dict()["detail"]["grouped_cv"]
+    assert cv["grouped_by"] == "template_id" and cv["k"] == 5
+    assert sum(f["n"] for f in cv["folds"]) == 7
+    assert set(cv["per_entity"]) == set(SCORED)
+    assert cv["recall"] is not None and 0.0 <= cv["recall"] <= 1.0
