@@ -21,6 +21,7 @@ from pipeline.kafka.agents import PROCESSING_ERROR, Stage
 from pipeline.kafka.lag import WorkerStats
 from pipeline.kafka.phrases import assistant_turn_ids, stored_phrases
 from pipeline.kafka.tables import TableContextStore, TableStateStore
+from pipeline.scoring.context import MemoryContextStore
 from pipeline.scoring.process import BatchReport, Processor
 from pipeline.scoring.suite import DetectorSuite
 from pipeline.settings import Settings
@@ -244,6 +245,31 @@ def test_context_adapter_buffers_and_bounds_history(appended: int, expected: lis
     store.append(_turn(9))
     store.discard()
     assert [x.turn for x in store.history("c")] == expected
+
+
+# Arrival orders a worker can see for turns 0-4 of one conversation: in order; a batch
+# redelivered after a SIGKILL (3-4 again); a turn replayed after later ones; out of order.
+# The history is the same function of turn index in every case, in both stores.
+@pytest.mark.parametrize("arrivals", [
+    [0, 1, 2, 3, 4],
+    [0, 1, 2, 3, 4, 3, 4],
+    [0, 1, 2, 3, 4, 2],
+    [3, 0, 4, 1, 2],
+])
+def test_context_history_does_not_depend_on_arrival_order_or_redelivery(
+        arrivals: list[int]) -> None:
+    table: dict[bytes, Any] = {}
+    worker = TableContextStore(table, max_turns=3)
+    embedded = MemoryContextStore(max_turns=3)
+    for i, t in enumerate(arrivals):
+        worker.append(_turn(t))
+        embedded.append(_turn(t))
+        if i % 2:
+            worker.flush()  # batches end anywhere; a new worker reads what was flushed
+            worker = TableContextStore(table, max_turns=3)
+    worker.flush()
+    assert [x.turn for x in worker.history("c")] == [2, 3, 4]
+    assert worker.history("c") == embedded.history("c")
 
 
 def test_state_adapter_reads_through_and_discards() -> None:
