@@ -39,7 +39,7 @@ from pipeline.cli.context import Ctx, pass_ctx
               help="Instead: end to end through Kafka and `chatmon worker` processes "
                    "(pipeline.bench.kafka; CHATMON_KAFKA_BOOTSTRAP or --tansu).")
 @click.option("--kafka-workers", type=int, default=1, show_default=True)
-@click.option("--kafka-rate", type=float, default=50.0, show_default=True,
+@click.option("--kafka-rate", type=float, default=100.0, show_default=True,
               help="Turns/s for the fixed-rate latency phase.")
 @click.option("--tansu", is_flag=True, help="Start a local tansu broker for --kafka.")
 @pass_ctx
@@ -55,7 +55,7 @@ def bench_cmd(obj: Ctx, as_json: bool, markdown: bool, turns: int | None, file: 
 
     turns = turns or (300 if quick else 5000)
     if kafka:
-        _kafka(obj, turns, kafka_workers, kafka_rate, tansu)
+        _kafka(obj, turns, kafka_workers, kafka_rate, tansu, file)
         return
     if transformer:
         from pipeline.bench import transformer as bench_transformer
@@ -82,7 +82,8 @@ def bench_cmd(obj: Ctx, as_json: bool, markdown: bool, turns: int | None, file: 
         click.echo(render_table(result))
 
 
-def _kafka(obj: Ctx, turns: int, workers: int, rate: float, tansu: bool) -> None:
+def _kafka(obj: Ctx, turns: int, workers: int, rate: float, tansu: bool,
+           file: Path | None) -> None:
     from contextlib import ExitStack
 
     from pipeline.bench import kafka as kbench
@@ -92,4 +93,5 @@ def _kafka(obj: Ctx, turns: int, workers: int, rate: float, tansu: bool) -> None
         if tansu:
             settings = settings.model_copy(
                 update={"kafka_bootstrap": stack.enter_context(kbench.tansu())})
-        click.echo(json.dumps(kbench.bench_kafka(settings, turns, rate, workers), indent=2))
+        click.echo(json.dumps(kbench.bench_kafka(settings, turns, rate, workers, file),
+                              indent=2))
