@@ -65,8 +65,7 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
         self._expected: dict[TP, int] = {}  # next offset to deliver, per acknowledged partition
         self._floor: dict[TP, int] = {}  # where to start committing when nothing is committed
         self._stalled: dict[TP, float] = {}  # since when the head offset has been missing
-        self._done: dict[TP, int] = {}  # offset after the processed run from the committed one
-        self._acked_ahead: dict[TP, set[int]] = {}  # processed offsets beyond that run
+        self._order = OrderGate()  # which fetched events a stage may process now
         self._held: weakref.WeakSet[Message] = weakref.WeakSet()  # held back by admit()
         self._sought: dict[TP, tuple[int, float]] = {}  # last seek admit() made, and when
         self.rereads = 0  # seek-backs and stall re-reads (/health offset_rereads)
@@ -81,12 +80,12 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
         committed = await super().seek_to_committed()
         for tp, offset in committed.items():
             if self._contiguous(tp):
-                self._acked_ahead.pop(tp, None)
                 if offset:
-                    self._expected[tp] = self._done[tp] = offset
+                    self._expected[tp] = offset
+                    self._order.start(tp, offset)
                 else:
                     self._expected.pop(tp, None)
-                    self._done.pop(tp, None)
+                    self._order.forget(tp)
         return committed
 
     async def perform_seek(self) -> None:
@@ -97,7 +96,8 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
         starts = dict(await self.earliest_offsets(*uncommitted)) if uncommitted else {}
         for tp in uncommitted:
             start = int(starts.get(tp) or 0)
-            self._floor[tp] = self._done[tp] = start
+            self._floor[tp] = start
+            self._order.start(tp, start)
             await self.seek(tp, start)
 
     async def seek(self, partition: TP, offset: int) -> None:
@@ -107,9 +107,9 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
 
     async def on_partitions_revoked(self, revoked: set[TP]) -> None:
         for tp in revoked:
-            for state in (self._expected, self._floor, self._stalled, self._done,
-                          self._acked_ahead, self._sought):
+            for state in (self._expected, self._floor, self._stalled, self._sought):
                 state.pop(tp, None)
+            self._order.forget(tp)
         await super().on_partitions_revoked(revoked)
 
     async def getmany(self, timeout: float) -> AsyncIterator[tuple[TP, Message]]:
@@ -156,44 +156,21 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
             return False
         counted = bool(super().ack(message))
         if counted and self._contiguous(message.tp):
-            self._processed(message.tp, message.offset)
+            self._order.processed(message.tp, message.offset)
         return counted
-
-    def _processed(self, tp: TP, offset: int) -> None:
-        done = self._done.get(tp)
-        if done is None or offset < done:
-            return
-        ahead = self._acked_ahead.setdefault(tp, set())
-        ahead.add(offset)
-        while done in ahead:
-            ahead.discard(done)
-            done += 1
-        self._done[tp] = done
 
     async def admit(self, messages: Sequence[Message]) -> list[bool]:
         """Which of a batch's messages a stage may process now: per partition, those in offset
         order from the first offset not yet processed (earlier ones too: a repeat is
         idempotent). The rest are held back, their acknowledgements not counted, and the
         partition is sought back to the missing offset, so they come again after it."""
-        cursor: dict[TP, int] = {}
-        gap: dict[TP, int] = {}
-        out: list[bool] = []
-        for m in messages:
-            tp = m.tp
-            start = self._done.get(tp)
-            if not self._contiguous(tp) or start is None:
-                out.append(True)
-                continue
-            nxt = cursor.get(tp, start)
-            if tp not in gap and m.offset <= nxt:
-                cursor[tp] = max(nxt, m.offset + 1)
-                out.append(True)
-                continue
-            gap.setdefault(tp, nxt)
-            self._held.add(m)
-            out.append(False)
+        keep, gaps = self._order.split(
+            [(m.tp, m.offset) for m in messages if self._contiguous(m.tp)])
+        flags = iter(keep)
+        out = [next(flags) if self._contiguous(m.tp) else True for m in messages]
+        self._held.update(m for m, ok in zip(messages, out, strict=True) if not ok)
         now = time.monotonic()
-        for tp, offset in gap.items():
+        for tp, offset in gaps.items():
             if self._sought.get(tp, (None, 0.0))[0] == offset and \
                     now - self._sought[tp][1] < self.reseek_s:
                 continue  # already sought back there; what was fetched before is draining
@@ -249,6 +226,54 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
                       tp.topic, tp.partition, offset_from, offset_to - 1)
             return
         await super()._add_gap(tp, offset_from, offset_to)
+
+
+class OrderGate:
+    """Per partition, the offset after the run of processed offsets that starts at the
+    committed one; which offsets of a fetched batch may be processed now."""
+
+    def __init__(self) -> None:
+        self.done: dict[TP, int] = {}
+        self._ahead: dict[TP, set[int]] = {}  # processed beyond ``done`` (not in order)
+
+    def start(self, tp: TP, offset: int) -> None:
+        """The partition is (re)assigned and read from ``offset``."""
+        self.done[tp] = offset
+        self._ahead.pop(tp, None)
+
+    def forget(self, tp: TP) -> None:
+        self.done.pop(tp, None)
+        self._ahead.pop(tp, None)
+
+    def processed(self, tp: TP, offset: int) -> None:
+        done = self.done.get(tp)
+        if done is None or offset < done:
+            return
+        ahead = self._ahead.setdefault(tp, set())
+        ahead.add(offset)
+        while done in ahead:
+            ahead.discard(done)
+            done += 1
+        self.done[tp] = done
+
+    def split(self, batch: Sequence[tuple[TP, int]]) -> tuple[list[bool], dict[TP, int]]:
+        """For each (partition, offset) in batch order whether it may be processed (it is the
+        next offset, or a repeat of a processed one), and per partition with a gap the first
+        offset missing. Partitions the gate does not know (not started) pass."""
+        cursor: dict[TP, int] = {}
+        gaps: dict[TP, int] = {}
+        keep: list[bool] = []
+        for tp, offset in batch:
+            start = self.done.get(tp)
+            nxt = cursor.get(tp, start)
+            if nxt is None or (tp not in gaps and offset <= nxt):
+                if nxt is not None:
+                    cursor[tp] = max(nxt, offset + 1)
+                keep.append(True)
+                continue
+            gaps.setdefault(tp, nxt)
+            keep.append(False)
+        return keep, gaps
 
 
 class ContiguousTransport(faust_aiokafka.Transport):
