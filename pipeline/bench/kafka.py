@@ -54,7 +54,24 @@ def synthetic_turns(n_turns: int, prefix: str, source: Path | None = None,
                     from_end: bool = False) -> list[dict[str, Any]]:
     """``n_turns`` turns: whole conversations of ``source`` (default: the replay sample, else
     the examples) under new ids; ``from_end`` takes them from the end of the source."""
-    return [json.loads(line) for line in corpus_lines(n_turns, prefix, source, from_end)]
+    rows = [json.loads(line) for line in corpus_lines(n_turns, prefix, source, from_end)]
+    return _unique_conversations(rows)
+
+
+def _unique_conversations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The replay sample holds some conversation ids more than once (436 conversations, 318
+    ids): a repeated one gets a suffix, so that every turn is stored, none is a conflicting
+    duplicate. A conversation is a run of rows with one id and increasing turn indexes."""
+    seen: dict[str, int] = {}
+    out: list[dict[str, Any]] = []
+    prev: tuple[str, int] | None = None
+    for row in rows:
+        cid, index = str(row["conversation_id"]), int(row["turn"])
+        if prev is None or cid != prev[0] or index <= prev[1]:
+            seen[cid] = seen.get(cid, -1) + 1
+        prev = (cid, index)
+        out.append({**row, "conversation_id": f"{cid}~{seen[cid]}"} if seen[cid] else row)
+    return out
 
 
 def _env(settings: Settings, group: str, port: int) -> dict[str, str]:

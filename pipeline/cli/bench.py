@@ -84,10 +84,13 @@ def bench_cmd(obj: Ctx, as_json: bool, markdown: bool, turns: int | None, file: 
 
 def _kafka(obj: Ctx, turns: int, workers: int, rate: float, tansu: bool,
            file: Path | None) -> None:
+    import signal
+    import sys
     from contextlib import ExitStack
 
     from pipeline.bench import kafka as kbench
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop workers and broker on TERM
     settings = obj.settings()
     with ExitStack() as stack:
         if tansu:
