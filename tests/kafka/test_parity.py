@@ -40,7 +40,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.postgres, pytest.mark.slow]
 # False after merging `det`.
 PIN_BATCH_EFFECT_OFF = True
 
-N_CONVERSATIONS, TURNS = 36, 6
+N_CONVERSATIONS, TURNS = 24, 6
 OPENINGS = (
     "I've been charged twice for order {c} and nobody answers my emails. This is ridiculous.",
     "My mom passed away last week and I need to close her account {c}. I can't stop crying.",
@@ -65,7 +65,7 @@ LAST_REPLIES = (
 
 
 def conversations() -> list[dict[str, Any]]:
-    """36 conversations of 6 turns, interleaved by turn index."""
+    """24 conversations of 6 turns, interleaved by turn index."""
     rows: list[dict[str, Any]] = []
     for t in range(TURNS):
         for c in range(N_CONVERSATIONS):
