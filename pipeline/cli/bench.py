@@ -36,8 +36,9 @@ from pipeline.cli.context import Ctx, pass_ctx
               help="Instead: a random BERT-base classifier, PyTorch one by one vs ONNX int8 "
                    "sorted batches (production backend speed).")
 @click.option("--kafka", is_flag=True,
-              help="Instead: end to end through Kafka and `chatmon worker` processes "
-                   "(pipeline.bench.kafka; CHATMON_KAFKA_BOOTSTRAP or --tansu).")
+              help="Instead: end to end through Kafka and `chatmon worker` processes on "
+                   "fresh text (--file or the default corpus; pipeline.bench.kafka; "
+                   "CHATMON_KAFKA_BOOTSTRAP or --tansu), printed as JSON.")
 @click.option("--kafka-workers", type=int, default=1, show_default=True)
 @click.option("--kafka-rate", type=float, default=100.0, show_default=True,
               help="Turns/s for the fixed-rate latency phase.")
