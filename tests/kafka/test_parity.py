@@ -118,6 +118,9 @@ def test_two_workers_with_one_sigkilled_find_what_the_embedded_runner_finds(
     detectors = tuple(REGISTRY)
     env = chatmon_env(kafka_bootstrap, names, postgres_url, detectors, **pinned)
 
+    assert chatmon(["topics", "create"], env).returncode == 0
+    # the embedded run and the workers' start-up (model loading) overlap
+    a, b = workers(env, "a", wait=False), workers(env, "b", wait=False)
     embedded_url = f"sqlite:///{tmp_path / 'embedded.db'}"
     ran = chatmon(["run", str(path)], {**env, "CHATMON_DATABASE_URL": embedded_url})
     assert ran.returncode == 0, ran.stderr
@@ -128,8 +131,7 @@ def test_two_workers_with_one_sigkilled_find_what_the_embedded_runner_finds(
     leaks = {k[0] for k, (_, flagged) in expected.items() if k[3] == "pii.leak" and flagged}
     assert 0 < len(leaks) < N_CONVERSATIONS
 
-    assert chatmon(["topics", "create"], env).returncode == 0
-    a, b = workers(env, "a"), workers(env, "b")
+    a.ready(), b.ready()
     wait_until(lambda: _balanced(a, b, names.turns), 60, "both workers to hold partitions")
     produced = chatmon(["produce", str(path), "--no-progress"], env)
     assert produced.returncode == 0, produced.stderr
