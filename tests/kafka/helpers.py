@@ -87,10 +87,10 @@ def chatmon_env(bootstrap: str, names: KafkaNames, database_url: str,
     return env
 
 
-def chatmon(args: list[str], env: dict[str, str],
+def chatmon(args: list[str], env: dict[str, str], timeout: float = 120,
             **kwargs: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CHATMON, *args], env=env, cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, **kwargs)
+                          timeout=timeout, **kwargs)
 
 
 class Worker:

@@ -122,7 +122,8 @@ def test_two_workers_with_one_sigkilled_find_what_the_embedded_runner_finds(
     # the embedded run and the workers' start-up (model loading) overlap
     a, b = workers(env, "a", wait=False), workers(env, "b", wait=False)
     embedded_url = f"sqlite:///{tmp_path / 'embedded.db'}"
-    ran = chatmon(["run", str(path)], {**env, "CHATMON_DATABASE_URL": embedded_url})
+    ran = chatmon(["run", str(path)], {**env, "CHATMON_DATABASE_URL": embedded_url},
+                  timeout=300)  # it shares the cores with two workers loading their models
     assert ran.returncode == 0, ran.stderr
     expected = findings(embedded_url)
     labels = {k[3] for k in expected}
