@@ -85,7 +85,11 @@ class Settings(BaseSettings):
     kafka_partitions: int = 8
     kafka_batch_within_s: float = 0.5
     kafka_session_timeout_s: float = 30.0
-    kafka_producer_max_batch_size: int = 16384
+    # Bytes; 1 puts every record in a batch of its own. tansu (the broker we ship with) reports
+    # a partition's end offset as the start of its last batch + 1, so after a restart faust's
+    # Table recovery stopped before the last records of a multi-record batch and a worker saw a
+    # shorter conversation history (docs/kafka.md). Raise it on Apache Kafka for throughput.
+    kafka_producer_max_batch_size: int = 1
     worker_web_port: int = 6066
 
     def enabled_detectors(self) -> tuple[str, ...]:

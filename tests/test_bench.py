@@ -156,3 +156,22 @@ def test_kafka_bench_reads_stored_times_from_either_store() -> None:
     at = datetime(2026, 11, 21, 15, 30, 0, 250000, tzinfo=UTC)
     assert _epoch(at) == _epoch(at.replace(tzinfo=None)) == _epoch("2026-11-21 15:30:00.250000")
     assert _epoch(at) == at.timestamp()
+
+
+def test_kafka_bench_turns_are_unique_when_the_source_repeats_a_conversation_id(
+        tmp_path: Path) -> None:
+    """The replay sample holds some conversation ids twice; every benchmarked turn must be
+    stored (a repeated (conversation, turn) would be a conflicting duplicate, never stored)."""
+    from pipeline.bench.kafka import synthetic_turns
+
+    conv = {"source": "sgd", "conversation_id": "1_00007",
+            "turns": [{"role": "user", "text": "hi"}, {"role": "assistant", "text": "hello"}]}
+    other = {**conv, "turns": [{"role": "user", "text": "book a table"},
+                               {"role": "assistant", "text": "for how many?"}]}
+    src = tmp_path / "replay.jsonl"
+    src.write_text("".join(json.dumps(c) + "\n" for c in (conv, other)))
+    rows = synthetic_turns(8, "t-", src)
+    keys = [(r["conversation_id"], r["turn"]) for r in rows]
+    assert len(keys) == len(set(keys)) == 8
+    assert [r["text"] for r in rows[:4]] == ["hi", "hello", "book a table", "for how many?"]
+    assert rows[0]["conversation_id"] != rows[2]["conversation_id"]

@@ -107,3 +107,31 @@ def test_a_head_offset_missing_for_the_stall_time_is_read_again(
     consumer.ack(message(10))
     asyncio.run(consumer._reread_stalled(200.0))
     assert consumer._filter_committable_offsets([TURNS]) == {TURNS: 12}
+
+
+def test_events_behind_a_missing_offset_are_held_back_and_read_again(
+        consumer: offsets.ContiguousConsumer) -> None:
+    """faust's stream drops an event around a rebalance and the ones behind it reach the stage:
+    scoring them first would give a turn a shorter history, so they wait for the missing one."""
+    consumer._committed_offset[TURNS] = 10
+    consumer._order.start(TURNS, 10)  # what seeking to the committed offset does
+    batch = [message(10), message(12), message(13)]  # 11 never reached the stage
+    assert asyncio.run(consumer.admit(batch)) == [True, False, False]
+    assert consumer.seeks == [(TURNS, 11)]  # type: ignore[attr-defined]
+    for m in batch:  # take_events acknowledges the whole batch
+        consumer.ack(m)
+    committable = consumer._filter_committable_offsets([TURNS])
+    assert committable == {TURNS: 11}  # the held ones do not count as done
+    consumer._committed_offset.update(committable)  # what the commit records
+    assert asyncio.run(consumer.admit([message(13)])) == [False]  # still queued from before
+    assert consumer.seeks == [(TURNS, 11)]  # type: ignore[attr-defined]  # no second seek
+    assert asyncio.run(consumer.admit([message(11)])) == [True]
+    consumer.ack(message(11))
+    committable = consumer._filter_committable_offsets([TURNS])
+    assert committable == {TURNS: 12}  # not 14: 12 and 13 were held back, not processed
+    consumer._committed_offset.update(committable)
+    again = [message(12), message(13)]
+    assert asyncio.run(consumer.admit(again)) == [True, True]
+    for m in again:
+        consumer.ack(m)
+    assert consumer._filter_committable_offsets([TURNS]) == {TURNS: 14}

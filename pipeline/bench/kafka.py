@@ -6,8 +6,12 @@ Each run gets its own topics and consumer group, starts ``workers`` ``chatmon wo
 processes (settings from CHATMON_*; use PostgreSQL for several workers), waits until they hold
 all partitions, then (1) produces ``n_turns`` as fast as possible and times until every turn
 and every stage-2 result is stored, and (2) produces turns at ``rate`` turns/s and reports
-p50/p99 of ``turns.stored_at`` minus the moment each turn was handed to the producer. Turns are
-copies of ``examples/transcripts.jsonl`` under fresh conversation ids.
+p50/p99 of ``turns.stored_at`` minus the moment each turn was handed to the producer.
+
+Turns are fresh text (``pipeline.bench.corpus``): the support-transcript replay sample when it
+sits beside the repository (the bundled examples otherwise, or ``source``), the throughput phase
+from the start of it and the fixed-rate phase from its end, so the second phase shares no text
+with what the workers' caches saw in the first (when the source holds both).
 """
 
 from __future__ import annotations
@@ -30,13 +34,13 @@ from typing import Any
 import click
 from sqlalchemy import create_engine, text
 
+from pipeline.bench.corpus import corpus_lines, default_source
 from pipeline.ingest.events import Accepted
 from pipeline.kafka.admin import create_topics
 from pipeline.kafka.producer import produce
 from pipeline.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples" / "transcripts.jsonl"
 CHATMON = (sys.executable, "-c", "from pipeline.cli import main; main()")
 
 
@@ -46,16 +50,28 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def synthetic_turns(n_turns: int, prefix: str, source: Path = EXAMPLES) -> list[dict[str, Any]]:
-    """``n_turns`` turns: whole conversations of ``source`` copied under new ids."""
-    base = [json.loads(line) for line in source.read_text().splitlines() if line.strip()]
+def synthetic_turns(n_turns: int, prefix: str, source: Path | None = None,
+                    from_end: bool = False) -> list[dict[str, Any]]:
+    """``n_turns`` turns: whole conversations of ``source`` (default: the replay sample, else
+    the examples) under new ids; ``from_end`` takes them from the end of the source."""
+    rows = [json.loads(line) for line in corpus_lines(n_turns, prefix, source, from_end)]
+    return _unique_conversations(rows)
+
+
+def _unique_conversations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The replay sample holds some conversation ids more than once (436 conversations, 318
+    ids): a repeated one gets a suffix, so that every turn is stored, none is a conflicting
+    duplicate. A conversation is a run of rows with one id and increasing turn indexes."""
+    seen: dict[str, int] = {}
     out: list[dict[str, Any]] = []
-    copy = 0
-    while len(out) < n_turns:
-        for row in base:
-            out.append({**row, "conversation_id": f"{prefix}{copy}-{row['conversation_id']}"})
-        copy += 1
-    return out[:n_turns]
+    prev: tuple[str, int] | None = None
+    for row in rows:
+        cid, index = str(row["conversation_id"]), int(row["turn"])
+        if prev is None or cid != prev[0] or index <= prev[1]:
+            seen[cid] = seen.get(cid, -1) + 1
+        prev = (cid, index)
+        out.append({**row, "conversation_id": f"{cid}~{seen[cid]}"} if seen[cid] else row)
+    return out
 
 
 def _env(settings: Settings, group: str, port: int) -> dict[str, str]:
@@ -71,6 +87,8 @@ def _env(settings: Settings, group: str, port: int) -> dict[str, str]:
         "CHATMON_KAFKA_PARTITIONS": str(settings.kafka_partitions),
         "CHATMON_KAFKA_SESSION_TIMEOUT_S": str(settings.kafka_session_timeout_s),
         "CHATMON_BATCH_SIZE": str(settings.batch_size),
+        "CHATMON_KAFKA_PRODUCER_MAX_BATCH_SIZE": str(settings.kafka_producer_max_batch_size),
+        "CHATMON_ENCODER_BACKEND": settings.encoder_backend,
         "CHATMON_WORKER_WEB_PORT": str(port), "CHATMON_LOG_LEVEL": "WARNING",
         "HF_HUB_OFFLINE": "1",
     })
@@ -188,9 +206,10 @@ def _phase(settings: Settings, group: str, rows: list[dict[str, Any]], rate: flo
             "latency_p50_s": q(0.5) if q else None, "latency_p99_s": q(0.99) if q else None}
 
 
-def bench_kafka(settings: Settings, n_turns: int, rate: float, workers: int) -> dict[str, Any]:
+def bench_kafka(settings: Settings, n_turns: int, rate: float, workers: int,
+                source: Path | None = None) -> dict[str, Any]:
     """One run: ``workers`` workers; throughput on ``n_turns`` unthrottled turns, then latency
-    on up to 30 s worth of turns produced at ``rate`` turns/s."""
+    on up to 30 s worth of turns produced at ``rate`` turns/s (fresh text; see the module)."""
     from pipeline.store import db
 
     db.upgrade(settings.database_url)
@@ -201,13 +220,16 @@ def bench_kafka(settings: Settings, n_turns: int, rate: float, workers: int) -> 
     with tempfile.TemporaryDirectory(prefix="chatmon-bench-") as tmpdir:
         tmp = Path(tmpdir)
         with _workers(settings, group, workers, tmp):
-            throughput = _phase(settings, group, synthetic_turns(n_turns, f"t{group}-"), None,
-                                tmp, stage2)
+            throughput = _phase(settings, group, synthetic_turns(n_turns, f"t{group}-", source),
+                                None, tmp, stage2)
             n_fixed = max(1, min(n_turns, int(rate * 30)))
-            fixed = _phase(settings, group, synthetic_turns(n_fixed, f"r{group}-"), rate, tmp,
-                           stage2)
+            fixed = _phase(settings, group,
+                           synthetic_turns(n_fixed, f"r{group}-", source, from_end=True), rate,
+                           tmp, stage2)
     return {"workers": workers, "detectors": list(settings.enabled_detectors()),
             "partitions": settings.kafka_partitions, "batch_size": settings.batch_size,
+            "corpus": (source or default_source()).name,
+            "producer_max_batch_size": settings.kafka_producer_max_batch_size,
             "throughput": throughput, "fixed_rate": {"rate": rate, **fixed}}
 
 
@@ -239,7 +261,7 @@ def _connectable(port: int) -> bool:
 
 @click.command()
 @click.option("--turns", "n_turns", type=int, default=2000, show_default=True)
-@click.option("--rate", type=float, default=50.0, show_default=True,
+@click.option("--rate", type=float, default=100.0, show_default=True,
               help="Turns/s of the fixed-rate latency phase.")
 @click.option("--workers", "worker_counts", type=int, multiple=True, default=(1, 2),
               show_default=True)

@@ -36,10 +36,11 @@ from pipeline.cli.context import Ctx, pass_ctx
               help="Instead: a random BERT-base classifier, PyTorch one by one vs ONNX int8 "
                    "sorted batches (production backend speed).")
 @click.option("--kafka", is_flag=True,
-              help="Instead: end to end through Kafka and `chatmon worker` processes "
-                   "(pipeline.bench.kafka; CHATMON_KAFKA_BOOTSTRAP or --tansu).")
+              help="Instead: end to end through Kafka and `chatmon worker` processes on "
+                   "fresh text (--file or the default corpus; pipeline.bench.kafka; "
+                   "CHATMON_KAFKA_BOOTSTRAP or --tansu), printed as JSON.")
 @click.option("--kafka-workers", type=int, default=1, show_default=True)
-@click.option("--kafka-rate", type=float, default=50.0, show_default=True,
+@click.option("--kafka-rate", type=float, default=100.0, show_default=True,
               help="Turns/s for the fixed-rate latency phase.")
 @click.option("--tansu", is_flag=True, help="Start a local tansu broker for --kafka.")
 @pass_ctx
@@ -55,7 +56,7 @@ def bench_cmd(obj: Ctx, as_json: bool, markdown: bool, turns: int | None, file: 
 
     turns = turns or (300 if quick else 5000)
     if kafka:
-        _kafka(obj, turns, kafka_workers, kafka_rate, tansu)
+        _kafka(obj, turns, kafka_workers, kafka_rate, tansu, file)
         return
     if transformer:
         from pipeline.bench import transformer as bench_transformer
@@ -82,14 +83,19 @@ def bench_cmd(obj: Ctx, as_json: bool, markdown: bool, turns: int | None, file: 
         click.echo(render_table(result))
 
 
-def _kafka(obj: Ctx, turns: int, workers: int, rate: float, tansu: bool) -> None:
+def _kafka(obj: Ctx, turns: int, workers: int, rate: float, tansu: bool,
+           file: Path | None) -> None:
+    import signal
+    import sys
     from contextlib import ExitStack
 
     from pipeline.bench import kafka as kbench
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop workers and broker on TERM
     settings = obj.settings()
     with ExitStack() as stack:
         if tansu:
             settings = settings.model_copy(
                 update={"kafka_bootstrap": stack.enter_context(kbench.tansu())})
-        click.echo(json.dumps(kbench.bench_kafka(settings, turns, rate, workers), indent=2))
+        click.echo(json.dumps(kbench.bench_kafka(settings, turns, rate, workers, file),
+                              indent=2))

@@ -36,6 +36,8 @@ class Buffered(Protocol):
 
 Send = Callable[..., Awaitable[Any]]
 Forward = Callable[[Sequence[RawRecord], BatchReport], Awaitable[None]]
+# Which messages of a batch may be processed now (``ContiguousConsumer.admit``: in offset order).
+Admit = Callable[[Sequence[Any]], Awaitable[list[bool]]]
 
 
 def record_of(event: Any) -> RawRecord:
@@ -54,8 +56,10 @@ class Stage:
 
     def __init__(self, name: str, processor: Processor, buffers: Sequence[Buffered],
                  stats: WorkerStats, send_dlq: Send, forward: Forward | None = None,
-                 track: Callable[[int], AbstractContextManager[Any]] | None = None) -> None:
+                 track: Callable[[int], AbstractContextManager[Any]] | None = None,
+                 admit: Admit | None = None) -> None:
         self.name = name
+        self.admit = admit
         self.track = track or (lambda _n: nullcontext())
         self.processor = processor
         self.buffers = list(buffers)
@@ -76,6 +80,11 @@ class Stage:
 
     async def _handle(self, events: Sequence[Any]) -> None:
         t0 = time.perf_counter()
+        if self.admit is not None:  # a turn must not be scored before the one ahead of it
+            keep = await self.admit([e.message for e in events])
+            events = [e for e, ok in zip(events, keep, strict=True) if ok]
+            if not events:
+                return
         records = [record_of(e) for e in events]
         by_position = {r.position: e for r, e in zip(records, events, strict=True)}
         try:

@@ -149,8 +149,11 @@ def make_app(opts: WorkerOptions, procs: Processors, stats: WorkerStats) -> faus
         futures = [await phrases.send(key=k, value=v) for k, v in messages]
         await asyncio.gather(*futures)
 
+    async def admit(messages: Any) -> list[bool]:
+        return await app.consumer.admit(messages)  # type: ignore[attr-defined,no-any-return]
+
     stage1 = Stage("stage1", procs.stage1, [contexts], stats, send_dlq,
-                   forward if procs.stage2 is not None else None, get_metrics().track)
+                   forward if procs.stage2 is not None else None, get_metrics().track, admit)
 
     @app.agent(turns, name="score_turns")
     async def score_turns(stream: Any) -> None:
@@ -160,7 +163,7 @@ def make_app(opts: WorkerOptions, procs: Processors, stats: WorkerStats) -> faus
     if procs.stage2 is not None:
         state = TableStateStore(app.Table("repetition", **table_opts))
         procs.stage2.state = state
-        stage2 = Stage("stage2", procs.stage2, [state], stats, send_dlq)
+        stage2 = Stage("stage2", procs.stage2, [state], stats, send_dlq, admit=admit)
 
         @app.agent(phrases, name="track_repetition")
         async def track_repetition(stream: Any) -> None:

@@ -24,7 +24,15 @@ the head offset is unacknowledged, and reads the partition again from that offse
 still missing ``stall_s`` after later ones were processed; it does not count acknowledgements
 of events fetched in an earlier generation (faust acknowledges the stale events it skips); and
 it seeks partitions without a committed offset to the start of the log. Events are re-read,
-never skipped: writes are idempotent, so a re-read costs time, not correctness. Topics whose
+never skipped: writes are idempotent, so a re-read costs time, not correctness.
+
+Order matters too: a conversation's context is built turn by turn, so a turn processed before
+the one ahead of it in its partition would see a shorter history. faust's stream drops events
+fetched while flow was stopped or in an earlier generation (around a rebalance) without telling
+anyone; the events behind them reach the agent. ``admit`` therefore lets a stage process a
+partition's events only in offset order: events behind a missing offset are held back (not
+processed, their acknowledgements not counted) and the partition is read again from the missing
+offset at once. Topics whose
 events are not acknowledged (table changelogs, which may be compacted) keep faust's behaviour.
 """
 
@@ -32,7 +40,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
+import weakref
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import faust
@@ -49,11 +58,16 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
     # acknowledged before the partition is read again from its committed offset. Each stage
     # acknowledges its batches in order, so this happens only to an event lost in transit.
     stall_s = 5.0
+    # ``admit`` seeks a partition back to the same offset at most this often.
+    reseek_s = 1.0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._expected: dict[TP, int] = {}  # next offset to deliver, per acknowledged partition
         self._floor: dict[TP, int] = {}  # where to start committing when nothing is committed
         self._stalled: dict[TP, float] = {}  # since when the head offset has been missing
+        self._order = OrderGate()  # which fetched events a stage may process now
+        self._held: weakref.WeakSet[Message] = weakref.WeakSet()  # held back by admit()
+        self._sought: dict[TP, tuple[int, float]] = {}  # last seek admit() made, and when
         self.rereads = 0  # seek-backs and stall re-reads (/health offset_rereads)
         super().__init__(*args, **kwargs)
 
@@ -68,8 +82,10 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
             if self._contiguous(tp):
                 if offset:
                     self._expected[tp] = offset
+                    self._order.start(tp, offset)
                 else:
                     self._expected.pop(tp, None)
+                    self._order.forget(tp)
         return committed
 
     async def perform_seek(self) -> None:
@@ -81,6 +97,7 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
         for tp in uncommitted:
             start = int(starts.get(tp) or 0)
             self._floor[tp] = start
+            self._order.start(tp, start)
             await self.seek(tp, start)
 
     async def seek(self, partition: TP, offset: int) -> None:
@@ -90,9 +107,9 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
 
     async def on_partitions_revoked(self, revoked: set[TP]) -> None:
         for tp in revoked:
-            self._expected.pop(tp, None)
-            self._floor.pop(tp, None)
-            self._stalled.pop(tp, None)
+            for state in (self._expected, self._floor, self._stalled, self._sought):
+                state.pop(tp, None)
+            self._order.forget(tp)
         await super().on_partitions_revoked(revoked)
 
     async def getmany(self, timeout: float) -> AsyncIterator[tuple[TP, Message]]:
@@ -131,12 +148,40 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
         """Count an event as done only in the generation that fetched it. faust acknowledges
         events it skips as stale after a rebalance; those were not processed, and the partition
         is read again from its committed offset anyway."""
-        if (self._contiguous(message.tp)
-                and message.generation_id != self.app.consumer_generation_id):
+        if self._contiguous(message.tp) and (
+                message.generation_id != self.app.consumer_generation_id
+                or message in self._held):
             message.acked = True
             self._unacked_messages.discard(message)
             return False
-        return super().ack(message)  # type: ignore[no-any-return]
+        counted = bool(super().ack(message))
+        if counted and self._contiguous(message.tp):
+            self._order.processed(message.tp, message.offset)
+        return counted
+
+    async def admit(self, messages: Sequence[Message]) -> list[bool]:
+        """Which of a batch's messages a stage may process now: per partition, those in offset
+        order from the first offset not yet processed (earlier ones too: a repeat is
+        idempotent). The rest are held back, their acknowledgements not counted, and the
+        partition is sought back to the missing offset, so they come again after it."""
+        keep, gaps = self._order.split(
+            [(m.tp, m.offset) for m in messages if self._contiguous(m.tp)])
+        flags = iter(keep)
+        out = [next(flags) if self._contiguous(m.tp) else True for m in messages]
+        self._held.update(m for m, ok in zip(messages, out, strict=True) if not ok)
+        now = time.monotonic()
+        for tp, offset in gaps.items():
+            if self._sought.get(tp, (None, 0.0))[0] == offset and \
+                    now - self._sought[tp][1] < self.reseek_s:
+                continue  # already sought back there; what was fetched before is draining
+            if self.flow_active and tp in self.assignment():
+                self._sought[tp] = (offset, now)
+                self.rereads += 1
+                log.warning("%s[%d]: offset %d did not reach the stage before later ones; "
+                            "holding them back and reading again from it", tp.topic,
+                            tp.partition, offset)
+                await self.seek(tp, offset)
+        return out
 
     def _missing_head(self, tp: TP) -> int | None:
         """The committed offset when it is unacknowledged while later offsets are."""
@@ -181,6 +226,54 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
                       tp.topic, tp.partition, offset_from, offset_to - 1)
             return
         await super()._add_gap(tp, offset_from, offset_to)
+
+
+class OrderGate:
+    """Per partition, the offset after the run of processed offsets that starts at the
+    committed one; which offsets of a fetched batch may be processed now."""
+
+    def __init__(self) -> None:
+        self.done: dict[TP, int] = {}
+        self._ahead: dict[TP, set[int]] = {}  # processed beyond ``done`` (not in order)
+
+    def start(self, tp: TP, offset: int) -> None:
+        """The partition is (re)assigned and read from ``offset``."""
+        self.done[tp] = offset
+        self._ahead.pop(tp, None)
+
+    def forget(self, tp: TP) -> None:
+        self.done.pop(tp, None)
+        self._ahead.pop(tp, None)
+
+    def processed(self, tp: TP, offset: int) -> None:
+        done = self.done.get(tp)
+        if done is None or offset < done:
+            return
+        ahead = self._ahead.setdefault(tp, set())
+        ahead.add(offset)
+        while done in ahead:
+            ahead.discard(done)
+            done += 1
+        self.done[tp] = done
+
+    def split(self, batch: Sequence[tuple[TP, int]]) -> tuple[list[bool], dict[TP, int]]:
+        """For each (partition, offset) in batch order whether it may be processed (it is the
+        next offset, or a repeat of a processed one), and per partition with a gap the first
+        offset missing. Partitions the gate does not know (not started) pass."""
+        cursor: dict[TP, int] = {}
+        gaps: dict[TP, int] = {}
+        keep: list[bool] = []
+        for tp, offset in batch:
+            start = self.done.get(tp)
+            nxt = cursor.get(tp, start)
+            if nxt is None or (tp not in gaps and offset <= nxt):
+                if nxt is not None:
+                    cursor[tp] = max(nxt, offset + 1)
+                keep.append(True)
+                continue
+            gaps.setdefault(tp, nxt)
+            keep.append(False)
+        return keep, gaps
 
 
 class ContiguousTransport(faust_aiokafka.Transport):

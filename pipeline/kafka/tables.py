@@ -13,12 +13,13 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
 from detectors.base import Turn
-from pipeline.scoring.context import turn_from_dict, turn_to_dict
+from pipeline.scoring.context import turn_from_dict, turn_to_dict, upsert
 from pipeline.store.sink import Sink
 
 
 class TableContextStore:
-    """``ContextStore`` over a Table: conversation_id -> list of turn dicts (last ``max_turns``).
+    """``ContextStore`` over a Table: conversation_id -> turn dicts sorted by turn index (the
+    last ``max_turns`` indexes), the same history ``MemoryContextStore`` keeps.
 
     Keys are the UTF-8 bytes of the conversation id, serialised raw, so the changelog partition
     the producer's partitioner picks (``use_partitioner``) is the partition of the turns topic
@@ -36,12 +37,14 @@ class TableContextStore:
         return tuple(turn_from_dict(r) for r in rows)
 
     def append(self, turn: Turn) -> None:
+        """Upsert by turn index (``context.upsert``): a turn redelivered after a restart, or
+        replayed, is in the history once, in its place."""
         cid = turn.conversation_id
         rows = self._pending.get(cid)
         if rows is None:
             rows = list(self.table.get(cid.encode()) or [])
-        rows.append(turn_to_dict(turn))
-        self._pending[cid] = rows[-self.max_turns:]
+        self._pending[cid] = list(upsert(rows, turn_to_dict(turn), self.max_turns,
+                                         key=lambda r: int(r["turn"])))
 
     def flush(self) -> int:
         """Write the buffered histories to the Table (call on the event loop)."""

@@ -109,9 +109,10 @@ class Processor:
         fresh = self._fresh(records, rejected, report)
         inputs = []
         for acc in fresh:
-            # Without the turn itself: a batch retried after a store outage left it there.
+            # The earlier turns only: a retried or redelivered batch left the turn itself (and
+            # maybe later ones) there; a history is a function of turn index, not of arrival.
             history = tuple(t for t in self.contexts.history(acc.turn.conversation_id)
-                            if t.turn != acc.turn.turn)
+                            if t.turn < acc.turn.turn)
             ctx = Context(history=history, state=self.state)
             inputs.append(ScoringInput(self._with_language(acc.turn, history), ctx))
             self.contexts.append(acc.turn)

@@ -57,10 +57,10 @@ def names() -> KafkaNames:
 def workers(tmp_path: Path) -> Iterator[Callable[..., Worker]]:
     started: list[Worker] = []
 
-    def start(env: dict[str, str], name: str = "worker") -> Worker:
+    def start(env: dict[str, str], name: str = "worker", wait: bool = True) -> Worker:
         w = Worker(env, tmp_path, f"{name}-{len(started)}")
         started.append(w)
-        return w.start()
+        return w.start(wait)
 
     yield start
     for w in started:

@@ -87,10 +87,10 @@ def chatmon_env(bootstrap: str, names: KafkaNames, database_url: str,
     return env
 
 
-def chatmon(args: list[str], env: dict[str, str],
+def chatmon(args: list[str], env: dict[str, str], timeout: float = 120,
             **kwargs: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CHATMON, *args], env=env, cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, **kwargs)
+                          timeout=timeout, **kwargs)
 
 
 class Worker:
@@ -102,12 +102,16 @@ class Worker:
         self.log_path = log_dir / f"{name}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> Worker:
+    def start(self, wait: bool = True) -> Worker:
+        """Launch the worker; with ``wait``, return once it is ready (else call ``ready``)."""
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
                 [*CHATMON, "worker", "--no-migrate", "--web-host", "127.0.0.1",
                  "--web-port", str(self.port)],
                 env=self.env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        return self.ready() if wait else self
+
+    def ready(self) -> Worker:
         wait_until(lambda: self.get("/ready") is not None or not self.alive(), 90,
                    f"worker on port {self.port} to be ready")
         assert self.alive(), self.log()

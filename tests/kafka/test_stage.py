@@ -19,8 +19,10 @@ from pipeline.errors import StoreUnavailable
 from pipeline.ingest.events import RawRecord
 from pipeline.kafka.agents import PROCESSING_ERROR, Stage
 from pipeline.kafka.lag import WorkerStats
+from pipeline.kafka.offsets import OrderGate
 from pipeline.kafka.phrases import assistant_turn_ids, stored_phrases
 from pipeline.kafka.tables import TableContextStore, TableStateStore
+from pipeline.scoring.context import MemoryContextStore
 from pipeline.scoring.process import BatchReport, Processor
 from pipeline.scoring.suite import DetectorSuite
 from pipeline.settings import Settings
@@ -244,6 +246,81 @@ def test_context_adapter_buffers_and_bounds_history(appended: int, expected: lis
     store.append(_turn(9))
     store.discard()
     assert [x.turn for x in store.history("c")] == expected
+
+
+# Arrival orders a worker can see for turns 0-4 of one conversation: in order; a batch
+# redelivered after a SIGKILL (3-4 again); a turn replayed after later ones; out of order.
+# The history is the same function of turn index in every case, in both stores.
+@pytest.mark.parametrize("arrivals", [
+    [0, 1, 2, 3, 4],
+    [0, 1, 2, 3, 4, 3, 4],
+    [0, 1, 2, 3, 4, 2],
+    [3, 0, 4, 1, 2],
+])
+def test_context_history_does_not_depend_on_arrival_order_or_redelivery(
+        arrivals: list[int]) -> None:
+    table: dict[bytes, Any] = {}
+    worker = TableContextStore(table, max_turns=3)
+    embedded = MemoryContextStore(max_turns=3)
+    for i, t in enumerate(arrivals):
+        worker.append(_turn(t))
+        embedded.append(_turn(t))
+        if i % 2:
+            worker.flush()  # batches end anywhere; a new worker reads what was flushed
+            worker = TableContextStore(table, max_turns=3)
+    worker.flush()
+    assert [x.turn for x in worker.history("c")] == [2, 3, 4]
+    assert worker.history("c") == embedded.history("c")
+
+
+P0, P1 = ("turns", 0), ("turns", 1)
+
+
+# (processed run starts, batch of (partition, offset), which may be processed, first missing)
+@pytest.mark.parametrize("starts, batch, keep, gaps", [
+    ({P0: 10}, [(P0, 10), (P0, 11), (P0, 12)], [True, True, True], {}),
+    ({P0: 10}, [(P0, 11), (P0, 12)], [False, False], {P0: 10}),  # 10 was dropped on the way
+    ({P0: 10}, [(P0, 10), (P0, 12), (P0, 13)], [True, False, False], {P0: 11}),
+    ({P0: 10}, [(P0, 8), (P0, 9), (P0, 10)], [True, True, True], {}),  # repeats are harmless
+    ({P0: 10, P1: 3}, [(P0, 10), (P1, 5), (P0, 11), (P1, 3)], [True, False, True, False],
+     {P1: 3}),  # partitions are independent; nothing passes a gap within the batch
+    ({}, [(P0, 7), (P0, 9)], [True, True], {}),  # not started (no assignment seen): passes
+])
+def test_order_gate_lets_a_partition_through_only_in_offset_order(
+        starts: dict[Any, int], batch: list[Any], keep: list[bool], gaps: dict[Any, int]) -> None:
+    gate = OrderGate()
+    for tp, offset in starts.items():
+        gate.start(tp, offset)
+    assert gate.split(batch) == (keep, gaps)
+
+
+def test_order_gate_advances_over_the_processed_run_only() -> None:
+    gate = OrderGate()
+    gate.start(P0, 10)
+    for offset in (10, 11, 13):
+        gate.processed(P0, offset)
+    assert gate.done[P0] == 12  # 13 is processed, 12 is not: the run stops at 12
+    gate.processed(P0, 12)
+    assert gate.done[P0] == 14
+    gate.start(P0, 5)  # a rebalance: read again from the committed offset
+    assert gate.split([(P0, 5), (P0, 7)]) == ([True, False], {P0: 6})
+
+
+def test_stage_processes_only_what_the_order_gate_admits(sqlite_url: str) -> None:
+    stage, table, _ = make_stage(sqlite_url)
+    gate = OrderGate()
+    gate.start(P0, 0)
+
+    async def admit(messages: Sequence[Msg]) -> list[bool]:
+        return gate.split([((m.topic, m.partition), m.offset) for m in messages])[0]
+
+    stage.admit = admit
+    # turn 1 (offset 1) never reached the stage: turn 2 must wait for it
+    batch = [Event(Msg("turns", 0, 0, b"c1", turn(0, "user", "hi"))),
+             Event(Msg("turns", 0, 2, b"c1", turn(2, "user", "still there?")))]
+    asyncio.run(stage.handle(batch))
+    assert [t["turn"] for t in table[b"c1"]] == [0]
+    assert stage.stats.records["stage1"] == 1
 
 
 def test_state_adapter_reads_through_and_discards() -> None:
