@@ -26,6 +26,7 @@ from detectors.base import Context, ScoringInput, Turn
 from detectors.features import split_sentences
 from detectors.registry import REGISTRY
 from pipeline.bench.hostile import HOSTILE, ordinary, unique_text
+from pipeline.scoring.redaction import redact
 from pipeline.scoring.suite import DetectorSuite
 
 CHARS = 5_000
@@ -60,7 +61,8 @@ def _costs(suite: DetectorSuite, make: Callable[[int], str], run: int) -> dict[s
     features of an assistant turn, every detector on the turn as a user and as an assistant
     turn (the roles it scores), and the PII redaction of the text."""
     text = unique_text(make, CHARS, run)
-    costs = {"sentences": _timed(lambda: split_sentences(text))}
+    costs = {"sentences": _timed(lambda: split_sentences(text)),
+             "redaction": _timed(lambda: redact(text, []))}  # the safety net of every turn
     featured: list[Any] = []
     costs["features"] = _timed(lambda: featured.extend(suite.features.add([_item(text,
                                                                                  "assistant")])))
@@ -76,7 +78,7 @@ def _costs(suite: DetectorSuite, make: Callable[[int], str], run: int) -> dict[s
 
 def _turn_cost(costs: dict[str, float], role: str) -> float:
     """What the parts cost a turn of ``role`` together."""
-    shared = costs["features"] if role == "assistant" else 0.0
+    shared = costs["redaction"] + (costs["features"] if role == "assistant" else 0.0)
     return shared + sum(v for k, v in costs.items() if k.endswith(f":{role}"))
 
 
@@ -110,6 +112,37 @@ def test_hostile_text_costs_a_small_multiple_of_ordinary_text(kind, suite, basel
         costs = {k: min(v, again[k]) for k, v in costs.items()}
     slow = _too_slow(costs, baseline)
     assert not slow, f"{kind} ({CHARS} characters) is super-linear in: {slow}"
+
+
+LIMIT_CHARS = 20_000  # CHATMON_MAX_TEXT_CHARS' default
+
+
+def _pattern_parts(suite: DetectorSuite) -> dict[str, Callable[[str], Any]]:
+    """The pattern-only parts, cheap enough to time at the input limit, where a quadratic with a
+    small constant (0.05 s at 5,000 characters) shows: each PII pattern recognizer alone, the
+    sentence splitter and the redaction safety net."""
+    pii = next(d for d in suite.detectors if d.name == "pii")
+    parts: dict[str, Callable[[str], Any]] = {"sentences": split_sentences,
+                                              "redaction": lambda t: redact(t, [])}
+    for rec in pii._batch.analyzer_engine.registry.recognizers:  # the loaded analyser's
+        if hasattr(rec, "patterns") and rec.patterns:
+            parts[rec.name] = lambda t, r=rec: r.analyze(t, r.supported_entities, None)
+    return parts
+
+
+def test_patterns_stay_linear_at_the_input_limit(suite) -> None:  # type: ignore[no-untyped-def]
+    parts = _pattern_parts(suite)
+    assert len(parts) > 8  # the recognizers were found
+    base = {name: min(_timed(lambda f=fn, r=run: f(unique_text(ordinary, LIMIT_CHARS, r)))
+                      for run in range(2)) for name, fn in parts.items()}
+    slow = {}
+    for kind, make in sorted(HOSTILE.items()):
+        for name, fn in parts.items():
+            spent = min(_timed(lambda f=fn, m=make, r=run: f(unique_text(m, LIMIT_CHARS, r)))
+                        for run in range(2))
+            if spent > FACTOR * base[name] + SLACK_S:
+                slow[f"{kind} in {name}"] = f"{spent:.3f}s vs {base[name]:.3f}s ordinary"
+    assert not slow, f"super-linear at {LIMIT_CHARS} characters: {slow}"
 
 
 def test_the_hostile_texts_have_the_length_they_claim() -> None:
