@@ -71,10 +71,13 @@ def ordinary(n: int) -> str:
 
 
 def unique_text(make: Callable[[int], str], chars: int, i: int) -> str:
-    """``make(chars)`` with its last 5 characters a number of its own (" 0007"): one text per
-    turn, so no cache of seen text (spaCy's tokens) hides a cost."""
+    """``make(chars)`` with a letter of its own in the middle (a CJK character, so a long token
+    stays one token) and its last 5 characters a number of its own (" 0007"): each ``i`` a text
+    and tokens of its own, so no cache of seen text (spaCy caches tokens) hides a cost."""
     tag = f" {i:04d}"
-    return make(chars - len(tag)) + tag
+    body = make(chars - len(tag))
+    mid = len(body) // 2
+    return body[:mid] + chr(0x4E00 + i % 20_000) + body[mid + 1:] + tag
 
 
 def _record(kind: str, i: int, role: str, text: str) -> Any:
