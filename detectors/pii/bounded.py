@@ -15,7 +15,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-MAX_RUN = 100  # characters; URLs and e-mail addresses are shorter, tokens this long are noise
+# Characters. Words, e-mail addresses and most URLs are shorter; a longer URL or token is cut
+# for spaCy's NER only (the pattern recognizers, which find e-mail addresses, URLs, phone and
+# card numbers, read it whole).
+MAX_RUN = 100
 _LONG_RUN = re.compile(rf"(?<!\S)\S{{{MAX_RUN + 1},}}")  # from a run's start only
 
 
