@@ -15,6 +15,7 @@ numbers come from ``chatmon bench --hostile``, not from here.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -150,3 +151,25 @@ def test_the_hostile_texts_have_the_length_they_claim() -> None:
         assert len(make(CHARS)) == CHARS, kind
         assert len(unique_text(make, CHARS, 7)) == CHARS, kind
     assert len(ordinary(CHARS)) == CHARS
+
+
+def test_bench_hostile_stores_every_turn_and_reports_ratios(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from click.testing import CliRunner
+
+    from pipeline.cli import cli
+
+    monkeypatch.setenv("CHATMON_DATABASE_URL", f"sqlite:///{tmp_path}/unused.db")
+    res = CliRunner().invoke(cli, ["bench", "--hostile", "--kinds", "one_token,mr_mr",
+                                   "--turns", "2", "--chars", "600", "--detectors", "pii",
+                                   "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert set(out["kinds"]) == {f"{k}/{r}" for k in ("ordinary", "one_token", "mr_mr")
+                                 for r in ("user", "assistant")}
+    for row in out["kinds"].values():
+        assert row["stored"] == 2 and not row["dead_letters"] and row["cpu_s"] > 0
+    assert out["kinds"]["ordinary/user"]["ratio"] == 1.0
+    bad = CliRunner().invoke(cli, ["bench", "--hostile", "--kinds", "nope"])
+    assert bad.exit_code != 0 and "unknown nope" in bad.output
+    over = CliRunner().invoke(cli, ["bench", "--hostile", "--chars", "20001"])
+    assert over.exit_code != 0 and "input limit" in over.output
