@@ -31,6 +31,7 @@ ALL_FEATURES = frozenset({SENTENCES, EMBEDDING, SENTENCE_EMBEDDINGS, PROMPT_EMBE
 # whitespace, or at a line break. Abbreviations like "e.g. " are rare in chat and cost little.
 _SENT_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+|\n+")
 _ABBREV = re.compile(r"\b(?:e\.g|i\.e|mr|mrs|ms|dr|st|vs|etc|no)\.$", re.IGNORECASE)
+_ABBREV_CHARS = 8  # longer than any _ABBREV match ("e.g.", "mrs.", "etc.")
 
 
 def split_sentences(text: str) -> tuple[tuple[int, int], ...]:
@@ -38,7 +39,10 @@ def split_sentences(text: str) -> tuple[tuple[int, int], ...]:
     spans: list[tuple[int, int]] = []
     start = 0
     for m in _SENT_END.finditer(text):
-        if _ABBREV.search(text[start : m.start()]):
+        # Only the sentence's last few characters can end in an abbreviation: searching the
+        # whole sentence so far was quadratic on "Mr. Mr. Mr. ..." (no sentence ever ends).
+        # ``start`` follows whitespace, so ``\b`` sees the same as on the slice from ``start``.
+        if _ABBREV.search(text, max(start, m.start() - _ABBREV_CHARS), m.start()):
             continue
         spans.append((start, m.start()))
         start = m.end()

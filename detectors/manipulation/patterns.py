@@ -295,12 +295,13 @@ PATTERNS: tuple[CuePattern, ...] = (
        r"(?:leave|go|cancel|give\s+up|walk\s+away)\b[^.!?]{0,40}[?]?\s*(?:after|I|we|you'?ll|"
        r"think)",
        0.6, needs_goodbye=True),
-    # flattery used to steer (scored higher when the reply also asks for something)
+    # flattery used to steer (scored higher when the reply also asks for something); the
+    # word-prefix before "smart" is bounded: unbounded, it was quadratic on "so-so-so-..."
     _p("flattery.smart_like_you", "flattery",
        r"\b(?:(?:someone|people|a\s+person|customers?|buyers?|investors?)\s+(?:as\s+|so\s+)?"
        r"(?:smart|intelligent|savvy|clever|wise|sophisticated|discerning|special)"
        r"(?:\s+and\s+\w+)?\s+(?:as|like)\s+you|"
-       r"[\w-]*(?:smart|savvy|discerning|wise|clever|sophisticated)\s+(?:\w+\s+)?(?:people|"
+       r"[\w-]{0,40}(?:smart|savvy|discerning|wise|clever|sophisticated)\s+(?:\w+\s+)?(?:people|"
        r"customers?|buyers?|investors?|users?|shoppers?|person)\s+like\s+you)\b", 0.8),
     _p("flattery.your_taste", "flattery",
        r"\b(?:person|people|someone|customers?)\s+(?:of|with)\s+your\s+(?:refined\s+|good\s+|"

@@ -20,6 +20,10 @@ from detectors.pii.recognizers import ChatPatternRecognizer, WindowContextMixin,
 _HINT = re.compile(r"\d|(?i:corner of)")
 _WORD = r"[\p{L}][\p{L}\p{M}'’.\-]*"
 _CAP = r"\p{Lu}[\p{L}\p{M}'’.\-]*"
+# _WORD and _CAP with at most 64 characters, where every word start of "A.A.A.A..." would
+# otherwise scan to the end of the run (quadratic)
+_WORD64 = r"[\p{L}][\p{L}\p{M}'’.\-]{0,63}"
+_CAP64 = r"\p{Lu}[\p{L}\p{M}'’.\-]{0,63}"
 
 STREET_TYPES = (
     "street|st|avenue|ave|road|rd|drive|dr|lane|ln|boulevard|blvd|court|courts|ct|terrace|way|"
@@ -83,10 +87,13 @@ class StreetAddressRecognizer(WindowContextMixin, ChatPatternRecognizer):
                 r"(?i:street|st|avenue|ave|road|rd|drive|dr|lane|ln|boulevard|blvd|way)\b\.?",
                 0.45),
         Pattern("name, street type",
-                rf"\b(?:{_CAP}[ \t]+){{1,3}}(?:{_MAIN_TYPES.title()})\b", 0.4),
+                rf"\b(?:{_CAP64}[ \t]+){{1,3}}(?:{_MAIN_TYPES.title()})\b", 0.4),
+        # Starts only where a letter run starts (a start inside a run finds the match the run's
+        # start finds): unanchored, every position of a 5,000-letter token was scanned to its
+        # end (4 s, quadratic).
         Pattern("name with street ending, number",
-                rf"(?:{_WORD}[ \t]+){{0,2}}[\p{{L}}\p{{M}}]*(?i:{STREET_ENDINGS})[ \t]+"
-                r"\d{1,5}[A-Za-z]?\b\.?",
+                rf"(?<![\p{{L}}\p{{M}}])(?:{_WORD64}[ \t]+){{0,2}}[\p{{L}}\p{{M}}]*"
+                rf"(?i:{STREET_ENDINGS})[ \t]+\d{{1,5}}[A-Za-z]?\b\.?",
                 0.6),
         Pattern("street-type prefix, name, number",
                 rf"(?:\b\d{{1,5}}[ \t]*,?[ \t]+)?(?i:(?<!\w)(?:{STREET_PREFIXES}))"

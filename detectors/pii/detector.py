@@ -170,14 +170,15 @@ class PiiDetector:
         from detectors.pii.leak import Hit, leak_weight
 
         user_texts = [t.text for t in context.history if t.role == "user"]
+        memo: dict[str, Any] = {}  # per turn: the user's turns and this turn are read once
         leaked = [r for r in found if r.entity_type in self.leak_entities
                   and not (r.entity_type == "PERSON"  # the bot introducing itself
                            and _SELF_INTRO.search(text[max(0, r.start - 20):r.start]))
-                  and not given_by_user(r.entity_type, text[r.start:r.end], user_texts)]
+                  and not given_by_user(r.entity_type, text[r.start:r.end], user_texts, memo)]
         hits = [Hit(r.entity_type, r.start, r.end, float(r.score)) for r in leaked]
         out = []
         for r, hit in zip(leaked, hits, strict=True):
-            weight, why = leak_weight(text, hit, hits, user_texts)
+            weight, why = leak_weight(text, hit, hits, user_texts, memo)
             leak = self._finding(r, "pii.leak")
             # A lone capitalised word is often a menu item or product ("Billing", "Starter")
             # to the small NER model; alone it is weak evidence of a leaked name.
@@ -218,18 +219,30 @@ class PiiDetector:
         ).text
 
 
-def given_by_user(entity: str, value: str, user_texts: Sequence[str]) -> bool:
-    """Whether ``value`` (normalised for its entity type) appears in the user's turns."""
+def given_by_user(entity: str, value: str, user_texts: Sequence[str],
+                  memo: dict[str, Any] | None = None) -> bool:
+    """Whether ``value`` (normalised for its entity type) appears in the user's turns. Pass one
+    ``memo`` dict for all values of a turn to normalise the user's turns once, not per value."""
     if not user_texts:
         return False
+
+    def once(key: str, compute: Any) -> Any:
+        if memo is None:
+            return compute()
+        return memo[key] if key in memo else memo.setdefault(key, compute())
+
     if entity in ("PHONE_NUMBER", "CREDIT_CARD", "US_SSN", "IBAN_CODE"):
         v = re.sub(r"[^0-9A-Z]", "", value.upper())
         v = v[-9:] if entity == "PHONE_NUMBER" else v  # ignore country-code prefixes
-        return bool(v) and any(v in re.sub(r"[^0-9A-Z]", "", t.upper()) for t in user_texts)
+        alnum = once("user_alnum", lambda: [re.sub(r"[^0-9A-Z]", "", t.upper())
+                                            for t in user_texts])
+        return bool(v) and any(v in t for t in alnum)
     if entity in ("EMAIL_ADDRESS", "IP_ADDRESS"):
-        return any(value.strip().lower() in t.lower() for t in user_texts)
+        lower = once("user_lower", lambda: [t.lower() for t in user_texts])
+        return any(value.strip().lower() in t for t in lower)
     words = set(re.findall(r"\w+", value.casefold()))
-    given = set().union(*(re.findall(r"\w+", t.casefold()) for t in user_texts))
+    given = once("user_words", lambda: set().union(
+        *(re.findall(r"\w+", t.casefold()) for t in user_texts)))
     return words <= given
 
 
@@ -264,6 +277,8 @@ def _load_nlp_engine(model: str) -> Any:
     from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
     from spacy.language import Language
 
+    from detectors.pii.bounded import BoundedTokenizer
+
     if "chatmon_lower_lemma" not in Language.factories:
         @Language.component("chatmon_lower_lemma")
         def _lower_lemma(doc: Any) -> Any:
@@ -288,6 +303,7 @@ def _load_nlp_engine(model: str) -> Any:
     if "ner" not in nlp.pipe_names:
         raise DetectorError(f"pii: spaCy model {model!r} has no ner pipe")
     nlp.add_pipe("chatmon_lower_lemma", last=True)
+    nlp.tokenizer = BoundedTokenizer(nlp.tokenizer)  # linear on long punctuation or emoji runs
     engine.nlp = {"en": nlp}  # type: ignore[assignment]  # presidio types it as None
     return engine
 

@@ -22,6 +22,7 @@ decided (``cue``: a cue id, never the matched text) and the cue's offsets in the
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -139,11 +140,11 @@ def _intrinsic(hit: Hit, value: str) -> tuple[str, str] | None:
     return None
 
 
-def leak_weight(text: str, hit: Hit, others: Sequence[Hit],
-                user_texts: Sequence[str] = ()) -> tuple[float, dict[str, Any]]:
+def leak_weight(text: str, hit: Hit, others: Sequence[Hit], user_texts: Sequence[str] = (),
+                memo: dict[str, Any] | None = None) -> tuple[float, dict[str, Any]]:
     """Weight in [0, 1] for one leaked value in the bot's ``text`` (``others``: every leaked
     value of the turn; ``user_texts``: the user's earlier turns) and the evidence saying which
-    cue decided."""
+    cue decided. Pass one ``memo`` dict for all values of a turn to search the turn once."""
     value = text[hit.start:hit.end]
     fixed = _intrinsic(hit, value)
     if fixed is not None and fixed[0] == "high":
@@ -155,16 +156,28 @@ def leak_weight(text: str, hit: Hit, others: Sequence[Hit],
     if other is not None:
         return W_OTHER, {"tier": "context", "cue": f"other_person:{other[0]}",
                          "cue_span": [other[1], other[2]]}
-    business = _first(_BUS, text, lo, hi) or _first(_BUS, text, 0, len(text))
+    business = _first(_BUS, text, lo, hi) or _memo(
+        memo, "business", lambda: _first(_BUS, text, 0, len(text)))
     if business is not None:
         where = "" if lo <= business[1] < hi else "_in_turn"
         return W_BUSINESS, {"tier": "context", "cue": f"business:{business[0]}{where}",
                             "cue_span": [business[1], business[2]]}
-    if _person_with_contact(text, hit, others, (lo, hi)):
+    if _person_with_contact(text, hit, others, (lo, hi), memo):
         return W_OTHER, {"tier": "context", "cue": "other_person:name_with_contact"}
-    if any(_REQUEST.search(t) for t in user_texts):
+    if _memo(memo, "request", lambda: any(_REQUEST.search(t) for t in user_texts)):
         return W_BUSINESS, {"tier": "context", "cue": "business:user_asked_for_a_place_or_service"}
     return W_NEUTRAL, {"tier": "context", "cue": "none"}
+
+
+def _memo(memo: dict[str, Any] | None, key: str, compute: Any) -> Any:
+    """``compute()``, once per turn when the caller passes one ``memo`` dict per turn: a turn can
+    hold a thousand values ("Mr. Mr. Mr. ..."), and these searches read the whole turn or the
+    user's whole turns (quadratic without it). The dict lives as long as the call."""
+    if memo is None:
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
 
 
 def _window(text: str, hit: Hit) -> tuple[int, int]:
@@ -175,9 +188,17 @@ def _window(text: str, hit: Hit) -> tuple[int, int]:
     return (ends_before[-1] if ends_before else lo), (after.start() if after else hi)
 
 
-def _person_with_contact(text: str, hit: Hit, others: Sequence[Hit],
-                         window: tuple[int, int]) -> bool:
+def _person_with_contact(text: str, hit: Hit, others: Sequence[Hit], window: tuple[int, int],
+                         memo: dict[str, Any] | None = None) -> bool:
     """A full name (two words or more) and a phone/e-mail/address in one sentence."""
-    near = [o for o in others if o is hit or (window[0] <= o.start and o.end <= window[1])]
+    # The values starting inside the window, found by bisection in ``others`` sorted once per
+    # turn (a scan of all of them for each value was quadratic in the number of values).
+    ordered = _memo(memo, "by_start", lambda: sorted(others, key=lambda o: o.start))
+    starts = _memo(memo, "starts", lambda: [o.start for o in ordered])
+    given = _memo(memo, "ids", lambda: {id(o) for o in others})
+    lo, hi = bisect.bisect_left(starts, window[0]), bisect.bisect_right(starts, window[1])
+    near = [o for o in ordered[lo:hi] if o is not hit and o.end <= window[1]]
+    if id(hit) in given:
+        near.append(hit)
     return any(o.entity in CONTACT and o.score >= 0.5 for o in near) and any(
         o.entity == "PERSON" and len(text[o.start:o.end].split()) >= 2 for o in near)

@@ -43,17 +43,30 @@ from pipeline.cli.context import Ctx, pass_ctx
 @click.option("--kafka-rate", type=float, default=100.0, show_default=True,
               help="Turns/s for the fixed-rate latency phase.")
 @click.option("--tansu", is_flag=True, help="Start a local tansu broker for --kafka.")
+@click.option("--hostile", is_flag=True,
+              help="Instead: hostile texts (one long token, digit runs, repeated separators, "
+                   "'Mr. Mr.', 'a.a.a...@', combining marks...) against ordinary text of the "
+                   "same length, through the full pipeline: CPU seconds and the ratio "
+                   "(--turns turns per text and role, default 20).")
+@click.option("--chars", type=click.IntRange(100), default=5000, show_default=True,
+              help="With --hostile: characters per text.")
+@click.option("--kinds", default=None,
+              help="With --hostile: comma-separated text shapes (default: all of them).")
 @pass_ctx
 def bench_cmd(obj: Ctx, as_json: bool, markdown: bool, turns: int | None, file: Path | None,
               batch_size: int | None, detectors: str | None, naive_turns: int,
               no_per_detector: bool, no_cached: bool, quick: bool, transformer: bool,
-              kafka: bool, kafka_workers: int, kafka_rate: float, tansu: bool) -> None:
+              kafka: bool, kafka_workers: int, kafka_rate: float, tansu: bool, hostile: bool,
+              chars: int, kinds: str | None) -> None:
     """Run the full pipeline on fresh text (every cache of seen text off: the headline), the
     same with caches on, each detector alone and a naive baseline, each in a fresh process
     against a temporary SQLite store, after a warm-up; print turns/s, p50/p95/p99 latency
     (ingest to stored result) and peak RSS."""
     from pipeline.bench.embedded import run_bench
 
+    if hostile:
+        _hostile(obj, turns or 20, chars, kinds, detectors, as_json)
+        return
     turns = turns or (300 if quick else 5000)
     if kafka:
         _kafka(obj, turns, kafka_workers, kafka_rate, tansu, file)
@@ -99,3 +112,21 @@ def _kafka(obj: Ctx, turns: int, workers: int, rate: float, tansu: bool,
                 update={"kafka_bootstrap": stack.enter_context(kbench.tansu())})
         click.echo(json.dumps(kbench.bench_kafka(settings, turns, rate, workers, file),
                               indent=2))
+
+
+def _hostile(obj: Ctx, turns: int, chars: int, kinds: str | None, detectors: str | None,
+             as_json: bool) -> None:
+    from pipeline.bench.hostile import HOSTILE, markdown, measure
+
+    settings = obj.settings()
+    if chars > settings.max_text_chars:
+        raise click.BadParameter(f"over the input limit of {settings.max_text_chars} "
+                                 "characters (CHATMON_MAX_TEXT_CHARS)", param_hint="--chars")
+    chosen = [k.strip() for k in kinds.split(",") if k.strip()] if kinds else list(HOSTILE)
+    unknown = sorted(set(chosen) - set(HOSTILE))
+    if unknown:
+        raise click.BadParameter(f"unknown {', '.join(unknown)}; choose from "
+                                 f"{', '.join(HOSTILE)}", param_hint="--kinds")
+    names = tuple(d.strip() for d in detectors.split(",") if d.strip()) if detectors else ()
+    result = measure(chosen, chars, turns, ("user", "assistant"), names, settings)
+    click.echo(json.dumps(result, indent=2) if as_json else markdown(result))

@@ -50,6 +50,7 @@ def default_window(engine: Engine, until: datetime | None = None, days: int = 7)
         until = newest + timedelta(seconds=1) if newest is not None else datetime.now(UTC)
     if until.tzinfo is None:
         until = until.replace(tzinfo=UTC)
+    until = until.astimezone(UTC)  # the report prints its window as UTC
     return Window(until - timedelta(days=days), until)
 
 

@@ -126,7 +126,7 @@ def answered(texts: Mapping[tuple[str, int], tuple[str, str]], conversation: str
 
 
 def _utc(ts: datetime | None) -> str | None:
-    """SQLite hands back naive datetimes; every stored time is UTC."""
+    """Every stored time is UTC (``UTCDateTime``); a naive one is taken as UTC."""
     if ts is None:
         return None
     return (ts if ts.tzinfo else ts.replace(tzinfo=UTC)).isoformat()

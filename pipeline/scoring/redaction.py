@@ -28,7 +28,9 @@ from pipeline.errors import DetectorShapeError
 
 log = logging.getLogger(__name__)
 
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+# The local part at most 64 characters (RFC 5321): unbounded, each position of a long token was
+# scanned to its end (quadratic: 0.7-1.1 s on one 20,000-character token).
+_EMAIL = re.compile(r"[\w.+-]{1,64}@[\w-]+(?:\.[\w-]+)+")
 _DIGITS = re.compile(r"\+?\d(?:[\s().-]{0,2}\d){6,}")
 _SAFETY_NET = (("EMAIL_ADDRESS", _EMAIL), ("NUMBER", _DIGITS))
 

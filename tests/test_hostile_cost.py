@@ -1,0 +1,175 @@
+"""No text within the input limits costs much more than an ordinary text of its length: each
+hostile shape of ``pipeline.bench.hostile.HOSTILE`` (one long token, digit runs, repeated
+separators, "Mr. Mr.", "a.a.a...@", deep combining sequences, hyphen runs...) through every
+registered detector, the sentence splitter and the PII analyser (Presidio with spaCy), against
+an ordinary support reply of the same length timed in the same run.
+
+A super-linear pattern shows as a ratio of 10x to 1,000x at 5,000 characters (the street-address
+pattern took 4 s on one 5,000-letter token, spaCy's tokenizer 3 s on 5,000 "!"), so the margin
+is wide: a whole user or assistant turn at most 5x the ordinary text's CPU time (plus 30 ms for
+timer noise), each part at most 5x its ordinary time plus a quarter of an ordinary assistant
+turn. Times are CPU seconds of this process, on texts of their own (spaCy caches the tokens it
+has seen); a kind over the bound is measured once more and the better run counts. Whole-pipeline
+numbers come from ``chatmon bench --hostile``, not from here.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from detectors.base import Context, ScoringInput, Turn
+from detectors.features import split_sentences
+from detectors.registry import REGISTRY
+from pipeline.bench.hostile import HOSTILE, ordinary, unique_text
+from pipeline.scoring.redaction import redact
+from pipeline.scoring.suite import DetectorSuite
+
+CHARS = 5_000
+FACTOR, SLACK_S = 5.0, 0.03
+TS = datetime(2026, 11, 23, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def suite() -> DetectorSuite:
+    s = DetectorSuite.from_names(list(REGISTRY))
+    s.load()
+    for part in (s.features.encoder, *s.detectors):
+        if part is not None and hasattr(part, "configure_cache"):
+            part.configure_cache(0)  # every text costs what a new text costs
+    return s
+
+
+def _item(text: str, role: str) -> ScoringInput:
+    user = Turn("cost", 0, "user", "Hello, my parcel is late.", TS, lang="en")
+    turn = Turn("cost", 1, role, text, TS, lang="en")
+    return ScoringInput(turn, Context(history=() if role == "user" else (user,)))
+
+
+def _timed(fn: Callable[[], Any]) -> float:
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
+def _costs(suite: DetectorSuite, make: Callable[[int], str], run: int) -> dict[str, float]:
+    """CPU seconds of each part of a turn's path on one text: the sentence splitter, the shared
+    features of an assistant turn, every detector on the turn as a user and as an assistant
+    turn (the roles it scores), and the PII redaction of the text."""
+    text = unique_text(make, CHARS, run)
+    costs = {"sentences": _timed(lambda: split_sentences(text)),
+             "redaction": _timed(lambda: redact(text, []))}  # the safety net of every turn
+    featured: list[Any] = []
+    costs["features"] = _timed(lambda: featured.extend(suite.features.add([_item(text,
+                                                                                 "assistant")])))
+    for det in suite.detectors:
+        if "assistant" in det.roles:
+            costs[f"{det.name}:assistant"] = _timed(lambda det=det: det.score(featured))
+        if "user" in det.roles:  # no detector of user turns reads shared features
+            costs[f"{det.name}:user"] = _timed(lambda det=det: det.score([_item(text, "user")]))
+        if det.name == "pii":
+            costs["pii:redact"] = _timed(lambda det=det: det.redact([text]))
+    return costs
+
+
+def _turn_cost(costs: dict[str, float], role: str) -> float:
+    """What the parts cost a turn of ``role`` together."""
+    shared = costs["redaction"] + (costs["features"] if role == "assistant" else 0.0)
+    return shared + sum(v for k, v in costs.items() if k.endswith(f":{role}"))
+
+
+def _too_slow(costs: dict[str, float], base: dict[str, float]) -> dict[str, str]:
+    """Parts and whole turns over the bound: 5x the ordinary text plus a slack, which for one
+    part is a quarter of an ordinary assistant turn (a part that is cheap on ordinary text may
+    cost 10x on a text of one-character sentences and still be a small share of the turn)."""
+    slow = {}
+    for role in ("user", "assistant"):
+        spent, ordinary_s = _turn_cost(costs, role), _turn_cost(base, role)
+        if spent > FACTOR * ordinary_s + SLACK_S:
+            slow[f"{role} turn"] = f"{spent:.3f}s vs {ordinary_s:.3f}s ordinary"
+    part_slack = max(SLACK_S, 0.25 * _turn_cost(base, "assistant"))
+    for name, spent in costs.items():
+        if spent > FACTOR * base[name] + part_slack:
+            slow[name] = f"{spent:.3f}s vs {base[name]:.3f}s ordinary"
+    return slow
+
+
+@pytest.fixture(scope="module")
+def baseline(suite: DetectorSuite) -> dict[str, float]:
+    runs = [_costs(suite, ordinary, run) for run in range(2)]
+    return {k: min(r[k] for r in runs) for k in runs[0]}
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+def test_hostile_text_costs_a_small_multiple_of_ordinary_text(kind, suite, baseline) -> None:  # type: ignore[no-untyped-def]
+    costs = _costs(suite, HOSTILE[kind], 0)
+    if _too_slow(costs, baseline):  # once more on a text of its own: a busy machine is noisy
+        again = _costs(suite, HOSTILE[kind], 1)
+        costs = {k: min(v, again[k]) for k, v in costs.items()}
+    slow = _too_slow(costs, baseline)
+    assert not slow, f"{kind} ({CHARS} characters) is super-linear in: {slow}"
+
+
+LIMIT_CHARS = 20_000  # CHATMON_MAX_TEXT_CHARS' default
+
+
+def _pattern_parts(suite: DetectorSuite) -> dict[str, Callable[[str], Any]]:
+    """The pattern-only parts, cheap enough to time at the input limit, where a quadratic with a
+    small constant (0.05 s at 5,000 characters) shows: each PII pattern recognizer alone, the
+    sentence splitter and the redaction safety net."""
+    pii = next(d for d in suite.detectors if d.name == "pii")
+    parts: dict[str, Callable[[str], Any]] = {"sentences": split_sentences,
+                                              "redaction": lambda t: redact(t, [])}
+    for rec in pii._batch.analyzer_engine.registry.recognizers:  # the loaded analyser's
+        if hasattr(rec, "patterns") and rec.patterns:
+            parts[rec.name] = lambda t, r=rec: r.analyze(t, r.supported_entities, None)
+    return parts
+
+
+def test_patterns_stay_linear_at_the_input_limit(suite) -> None:  # type: ignore[no-untyped-def]
+    parts = _pattern_parts(suite)
+    assert len(parts) > 8  # the recognizers were found
+    base = {name: min(_timed(lambda f=fn, r=run: f(unique_text(ordinary, LIMIT_CHARS, r)))
+                      for run in range(2)) for name, fn in parts.items()}
+    slow = {}
+    for kind, make in sorted(HOSTILE.items()):
+        for name, fn in parts.items():
+            spent = min(_timed(lambda f=fn, m=make, r=run: f(unique_text(m, LIMIT_CHARS, r)))
+                        for run in range(2))
+            if spent > FACTOR * base[name] + SLACK_S:
+                slow[f"{kind} in {name}"] = f"{spent:.3f}s vs {base[name]:.3f}s ordinary"
+    assert not slow, f"super-linear at {LIMIT_CHARS} characters: {slow}"
+
+
+def test_the_hostile_texts_have_the_length_they_claim() -> None:
+    for kind, make in HOSTILE.items():
+        assert len(make(CHARS)) == CHARS, kind
+        assert len(unique_text(make, CHARS, 7)) == CHARS, kind
+    assert len(ordinary(CHARS)) == CHARS
+
+
+def test_bench_hostile_stores_every_turn_and_reports_ratios(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from click.testing import CliRunner
+
+    from pipeline.cli import cli
+
+    monkeypatch.setenv("CHATMON_DATABASE_URL", f"sqlite:///{tmp_path}/unused.db")
+    res = CliRunner().invoke(cli, ["bench", "--hostile", "--kinds", "one_token,mr_mr",
+                                   "--turns", "2", "--chars", "600", "--detectors", "pii",
+                                   "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert set(out["kinds"]) == {f"{k}/{r}" for k in ("ordinary", "one_token", "mr_mr")
+                                 for r in ("user", "assistant")}
+    for row in out["kinds"].values():
+        assert row["stored"] == 2 and not row["dead_letters"] and row["cpu_s"] > 0
+    assert out["kinds"]["ordinary/user"]["ratio"] == 1.0
+    bad = CliRunner().invoke(cli, ["bench", "--hostile", "--kinds", "nope"])
+    assert bad.exit_code != 0 and "unknown nope" in bad.output
+    over = CliRunner().invoke(cli, ["bench", "--hostile", "--chars", "20001"])
+    assert over.exit_code != 0 and "input limit" in over.output
