@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-
 SENTENCES = "sentences"
 EMBEDDING = "embedding"
 SENTENCE_EMBEDDINGS = "sentence_embeddings"
