@@ -69,8 +69,10 @@ class SentenceEncoder:
 
     ``backend``: ``torch`` (the reference) or ``onnx-int8`` (the same weights exported once to
     ONNX, int8-quantized and cached under ``cache_dir``; see ``detectors.onnx_backend``; about
-    2-3x faster on CPU, mean cosine to the torch vectors 0.99). ``threads``: intra-op threads
-    (default: every core).
+    2-3x faster on CPU, mean cosine to the torch vectors 0.99). ``threads``: intra-op threads;
+    ``onnx-int8`` defaults to 1 (one short text is too small to split: a second thread doubled
+    the CPU per text for no gain in wall time, and the pipeline runs Presidio on the other core
+    meanwhile), ``torch`` to torch's own setting.
     """
 
     dim = 384
@@ -129,7 +131,7 @@ class SentenceEncoder:
 
             ob.export_local(AutoModel.from_pretrained(path).eval(), self._tokenizer, dest,
                             "last_hidden_state")
-        return ob.session(dest, self._threads)
+        return ob.session(dest, self._threads or 1)
 
     def configure_cache(self, size: int) -> None:
         """Keep at most ``size`` recent vectors (0: no cache across calls)."""
