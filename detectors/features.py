@@ -76,6 +76,9 @@ class SentenceEncoder:
     """
 
     dim = 384
+    # Bump when the vectors change for the same text (caches of vectors built offline, such as
+    # the toxicity trainer's, key on it). 2: each text encoded alone.
+    vectors_version = "2"
 
     # ``batch_size`` is kept for callers that pass it; texts are tokenised together but never
     # run through the model together (see above).
