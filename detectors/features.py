@@ -63,10 +63,10 @@ class SentenceEncoder:
     (a batch of one, no padding): a text's vector is then a function of that text only,
     bit-identical whatever batch, neighbours, worker or restart it comes in. Batching rows
     together is not: dynamic int8 computes its activation scales over the whole input tensor,
-    and padding to the longest text changes the float sums (measured on 1,667 replay turns: 238
-    findings in one run only between batches of 32 and 5). It is not slower in the pipeline: no work on
-    padding, and on one thread the shared features took half the time of padded batches on two
-    (docs/benchmarks.md).
+    and padding to the longest text changes the float sums (measured on 1,667 replay turns:
+    238 findings in one run only between batches of 32 and 5). It is not slower in the
+    pipeline: no work on padding, and on one thread the shared features took half the time of
+    padded batches on two (docs/benchmarks.md).
 
     ``backend``: ``torch`` (the reference) or ``onnx-int8`` (the same weights exported once to
     ONNX, int8-quantized and cached under ``cache_dir``; see ``detectors.onnx_backend``; about
