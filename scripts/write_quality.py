@@ -117,7 +117,7 @@ def render(results: dict[str, Any], backend: str, data: str,
              f"- Reproduce: `.venv/bin/python scripts/write_quality.py --data {data} "
              f"--backend {backend} --out QUALITY.md`"]
     if compare:
-        lines.append(f"- Change: this backend minus `{compare_label}` on the same code")
+        lines.append(f"- Change: this run minus {compare_label}")
     lines += ["", "## Targets from the issues", "",
               "| bench | metric | target | measured | status | issue |",
               "|---|---|---|---|---|---|"]
@@ -159,7 +159,8 @@ def main() -> None:
     ap.add_argument("--json-out", type=Path)
     ap.add_argument("--from-json", type=Path, help="render from an earlier --json-out")
     ap.add_argument("--compare", type=Path, help="an earlier --json-out to diff against")
-    ap.add_argument("--compare-label", default="torch")
+    ap.add_argument("--compare-label", default="`torch` on the same code",
+                    help="what --compare holds, for the Change line")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--notes", type=Path, help="markdown appended at the end")
     args = ap.parse_args()

@@ -114,7 +114,8 @@ def features(texts: list[str], cache: Path, backend: str) -> np.ndarray:
 
 
 def _cached_features(texts: list[str], cache: Path, backend: str) -> np.ndarray:
-    key = hashlib.sha256("\n".join([backend, *texts]).encode()).hexdigest()[:16]
+    version = f"{backend}:{SentenceEncoder.vectors_version}"
+    key = hashlib.sha256("\n".join([version, *texts]).encode()).hexdigest()[:16]
     file = cache / f"toxicity_features_{key}.npy"
     if file.is_file():
         return np.load(file)

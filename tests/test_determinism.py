@@ -1,0 +1,105 @@
+"""A turn's findings do not depend on the batch it lands in (issue 16).
+
+Both levels use the real default encoder (MiniLM, ONNX Runtime int8) and the real detectors:
+- the encoder: a text's vector is bit-identical alone and among any neighbours (short and long
+  texts, so the old padded batches would have padded it);
+- the pipeline: the example transcripts through the embedded runner at batch sizes 32, 7 and 1
+  give the same findings (presence, score rounded to 1e-3, flag). Every cache of seen text is
+  off (encoder vectors, PII results), so each run computes every turn inside its own batches.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy import create_engine, text
+
+from detectors.features import SentenceEncoder
+from pipeline.embedded import runner
+from pipeline.scoring.process import Processor
+from pipeline.scoring.suite import DetectorSuite
+from pipeline.settings import Settings
+from pipeline.store import db
+from pipeline.store.sink import Sink
+from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.slow
+
+TEXTS = [
+    "Sorry to hear that.",
+    "I understand how frustrating it is when a parcel is late, and I'm here to help you.",
+    "Thanks!",
+    "Your refund of 42.50 was issued to the card ending 4242 and should post within five "
+    "working days; if it has not arrived by Friday, reply here and I will chase the bank for "
+    "you. " * 3,
+    "As a woman you might be better at coordinating the schedule.",
+    "ok",
+]
+
+
+@pytest.mark.parametrize("backend", ["onnx-int8", "torch"])
+def test_a_vector_does_not_depend_on_its_batch_neighbours(backend: str) -> None:
+    enc = SentenceEncoder(backend=backend, cache_size=0)
+    alone = np.stack([enc.encode([t])[0] for t in TEXTS])
+    together = enc.encode(TEXTS)
+    reversed_ = enc.encode(TEXTS[::-1])[::-1]
+    with_dupes = enc.encode([TEXTS[3], *TEXTS, TEXTS[0]])[1:-1]
+    for other in (together, reversed_, with_dupes):
+        assert np.array_equal(alone, other)  # bit for bit, not close
+    assert np.allclose(np.linalg.norm(alone, axis=1), 1.0, atol=1e-5)
+
+
+def _findings(events: Path, batch_size: int, suite: DetectorSuite, url: str
+              ) -> dict[tuple[Any, ...], tuple[float, bool]]:
+    settings = Settings(database_url=url, batch_size=batch_size)
+    db.upgrade(url)
+    sink = Sink(db.make_engine(url))
+    run_id = f"batch-{batch_size}"
+    sink.start_run(run_id, "run", str(events), suite.versions, "test")
+    # One loaded suite for the three runs (its caches are off); a fresh context and state.
+    proc = Processor(settings, suite, sink, run_id=run_id)
+    runner.run([str(events)], settings, progress=False, processor=proc)
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        rows = conn.execute(text(
+            "select conversation_id, turn, detector, label, span_start, span_end, score, flagged"
+            " from findings")).all()
+    engine.dispose()
+    return {tuple(r[:6]): (round(float(r[6]), 3), bool(r[7])) for r in rows}
+
+
+def test_findings_are_the_same_at_batch_sizes_32_7_and_1(tmp_path: Path) -> None:
+    lines = (EXAMPLES / "transcripts.jsonl").read_text().splitlines()
+    # Whole conversations up to about 200 turns: every detector finds something in them.
+    convs: dict[str, list[str]] = {}
+    for line in lines:
+        convs.setdefault(json.loads(line)["conversation_id"], []).append(line)
+    picked: list[str] = []
+    for conv in convs.values():
+        if len(picked) >= 200:
+            break
+        picked += conv
+    events = tmp_path / "turns.jsonl"
+    events.write_text("\n".join(picked) + "\n")
+    settings = Settings()
+    suite = DetectorSuite.from_names(settings.enabled_detectors(), settings.detector_options,
+                                     encoder_backend=settings.encoder_backend)
+    suite.load()
+    assert suite.features.encoder is not None
+    assert suite.features.encoder.backend == "onnx-int8"  # the default encoder
+    for part in (suite.features.encoder, *suite.detectors):
+        if hasattr(part, "configure_cache"):
+            part.configure_cache(0)
+    runs = {bs: _findings(events, bs, suite, f"sqlite:///{tmp_path}/b{bs}.db")
+            for bs in (32, 7, 1)}
+    assert {k[2] for k in runs[32]} >= {"empathy", "pii", "repetition", "manipulation"}
+    assert len(runs[32]) > 100
+    for bs in (7, 1):
+        only = set(runs[32]) ^ set(runs[bs])
+        assert not only, f"findings in one run only (32 vs {bs}): {sorted(only)[:5]}"
+        moved = {k: (runs[32][k], runs[bs][k]) for k in runs[32] if runs[32][k] != runs[bs][k]}
+        assert not moved, f"score or flag differs (32 vs {bs}): {list(moved.items())[:5]}"
