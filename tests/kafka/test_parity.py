@@ -33,12 +33,8 @@ from tests.kafka.helpers import (
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres, pytest.mark.slow]
 
-# Until the encoder's batch dependence is fixed (issue 16, branch `det`), both sides score one
-# turn at a time with the fp32 encoder, so that only context can make them differ: the int8
-# encoder's vectors depend on which texts share its batch, and its vector cache changes that
-# even at batch size 1 (a worker restarted with an empty cache encodes other batches). Set to
-# False after merging `det`.
-PIN_BATCH_EFFECT_OFF = True
+# Both sides run with their defaults (batch size, int8 encoder): each text is encoded alone, so
+# only conversation context could make them differ (tests/test_determinism.py covers batches).
 
 N_CONVERSATIONS, TURNS = 24, 6
 OPENINGS = (
@@ -113,10 +109,8 @@ def test_two_workers_with_one_sigkilled_find_what_the_embedded_runner_finds(
         workers: Callable[..., Worker]) -> None:
     rows = conversations()
     path = write_jsonl(tmp_path / "parity.jsonl", rows)
-    pinned = ({"CHATMON_BATCH_SIZE": "1", "CHATMON_ENCODER_BACKEND": "torch"}
-              if PIN_BATCH_EFFECT_OFF else {})
     detectors = tuple(REGISTRY)
-    env = chatmon_env(kafka_bootstrap, names, postgres_url, detectors, **pinned)
+    env = chatmon_env(kafka_bootstrap, names, postgres_url, detectors)
 
     assert chatmon(["topics", "create"], env).returncode == 0
     # the embedded run and the workers' start-up (model loading) overlap
