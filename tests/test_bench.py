@@ -44,6 +44,18 @@ def test_replay_conversations_become_events(tmp_path: Path) -> None:
     assert len(set(e["ts"] for e in events)) == 3 and events[0]["ts"].endswith("Z")
 
 
+def test_replay_conversations_sharing_an_id_stay_apart(tmp_path: Path) -> None:
+    """Two conversations of a source with one id (SGD reuses ids across splits) become two
+    conversations, so the second is scored, not dead-lettered as a conflicting duplicate."""
+    conv = {"source": "sgd", "conversation_id": "1_00007"}
+    src = tmp_path / "replay.jsonl"
+    src.write_text("\n".join(json.dumps({**conv, "turns": [{"role": "user", "text": t}]})
+                             for t in ("Book me a cab.", "Find a dentist in Oakland.")) + "\n")
+    events = read_source(src)
+    assert len({(e["conversation_id"], e["turn"]) for e in events}) == 2
+    assert events[0]["conversation_id"] == "sgd-1_00007"
+
+
 def test_the_warm_up_shares_no_conversation_with_the_measured_corpus(tmp_path: Path) -> None:
     src = tmp_path / "turns.jsonl"
     src.write_text("\n".join(json.dumps({"conversation_id": f"c{c}", "turn": t, "role": "user",

@@ -25,9 +25,15 @@ def default_source() -> Path:
     return REPLAY if REPLAY.is_file() else EXAMPLES
 
 
-def _replayed(conv: dict[str, Any], index: int) -> list[dict[str, Any]]:
-    """One replay-format conversation as chatmon events (user and assistant turns only)."""
+def _replayed(conv: dict[str, Any], index: int, seen: set[str]) -> list[dict[str, Any]]:
+    """One replay-format conversation as chatmon events (user and assistant turns only).
+    A conversation whose id an earlier one of the source already has (SGD reuses ids across
+    its splits: 118 of the replay sample's 436) gets its line number appended, so its turns are
+    not dead-lettered as conflicting duplicates of the first one."""
     cid = f"{conv.get('source', 'replay')}-{conv.get('conversation_id', index)}"
+    if cid in seen:
+        cid = f"{cid}~{index}"
+    seen.add(cid)
     start = _EPOCH + timedelta(minutes=index)
     out: list[dict[str, Any]] = []
     for t in conv["turns"]:
@@ -43,11 +49,12 @@ def _replayed(conv: dict[str, Any], index: int) -> list[dict[str, Any]]:
 def read_source(path: Path) -> list[dict[str, Any]]:
     """Every event of ``path``, in file order (events, or replay-format conversations)."""
     events: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
         if not line.strip():
             continue
         row = json.loads(line)
-        events += _replayed(row, i) if isinstance(row.get("turns"), list) else [row]
+        events += _replayed(row, i, seen) if isinstance(row.get("turns"), list) else [row]
     if not events:
         raise ValueError(f"{path} holds no turns")
     return events
