@@ -53,6 +53,16 @@ def test_a_vector_does_not_depend_on_its_batch_neighbours(backend: str) -> None:
     assert np.allclose(np.linalg.norm(alone, axis=1), 1.0, atol=1e-5)
 
 
+def test_a_vector_does_not_depend_on_the_lane_that_encoded_it() -> None:
+    """The ONNX encoder runs texts side by side on two threads (``lanes``), each text alone:
+    one lane and two give the same vectors, bit for bit, for a batch of many lengths."""
+    texts = [*TEXTS, *(f"{t} and then some more words, {k} times" for k, t in enumerate(TEXTS))]
+    one = SentenceEncoder(backend="onnx-int8", cache_size=0, lanes=1)
+    two = SentenceEncoder(backend="onnx-int8", cache_size=0, lanes=2)
+    assert two._lanes(len(texts)) == 2 and one._lanes(len(texts)) == 1
+    assert np.array_equal(one.encode(texts), two.encode(texts))
+
+
 def _findings(events: Path, batch_size: int, suite: DetectorSuite, url: str
               ) -> dict[tuple[Any, ...], tuple[float, bool]]:
     settings = Settings(database_url=url, batch_size=batch_size)

@@ -85,6 +85,7 @@ class ProfanityComponent:
         self._model: Any = None
         self._weights: np.ndarray | None = None
         self._keep: Any = None  # sparse diagonal: 0 for identity-term columns, 1 elsewhere
+        self._fold_coef = self._fold_intercept = self._fold_a = self._fold_b = np.zeros(0)
 
     def load(self) -> None:
         try:
@@ -106,12 +107,32 @@ class ProfanityComponent:
                 keep[vocab[word]] = 0.0
         self._keep = sparse.diags(keep, format="csr")
         self._weights = self._weights * keep
+        # The calibrated ensemble as arrays (columns: folds), for sentence_probs.
+        folds = self._model.calibrated_classifiers_
+        self._fold_coef = np.stack([np.ravel(c.estimator.coef_) for c in folds], axis=1)
+        self._fold_intercept = np.array([float(np.ravel(c.estimator.intercept_)[0]) for c in folds])
+        self._fold_a = np.array([float(c.calibrators[0].a_) for c in folds])
+        self._fold_b = np.array([float(c.calibrators[0].b_) for c in folds])
 
     def sentence_probs(self, sentences: Sequence[str]) -> np.ndarray:
         if not sentences:
             return np.zeros(0)
         x = self._vectorizer.transform(sentences) @ self._keep
-        return self._model.predict_proba(x)[:, 1]
+        return self._calibrated(x)
+
+    def _calibrated(self, x: Any) -> np.ndarray:
+        """``CalibratedClassifierCV.predict_proba(x)[:, 1]`` of the shipped model (linear SVMs,
+        sigmoid calibration, mean over folds) as one product: the same numbers without
+        scikit-learn's per-call checks, a third of the toxicity detector's time per batch."""
+        from scipy.special import expit
+
+        decision = np.asarray(x @ self._fold_coef) + self._fold_intercept
+        probs = expit(-(self._fold_a * decision + self._fold_b))
+        probs[(probs > 1.0) & (probs <= 1.0 + 1e-5)] = 1.0
+        out = np.zeros(probs.shape[0])
+        for k in range(probs.shape[1]):  # fold by fold, in sklearn's order
+            out += probs[:, k]
+        return out / probs.shape[1]
 
     def top_cue(self, text: str, offset: int) -> tuple[int, int] | None:
         """Offsets (into the turn) of the word with the largest positive profanity weight."""

@@ -166,6 +166,25 @@ def test_lexical_weights_must_match_the_heads(tmp_path) -> None:  # type: ignore
         LexicalNgrams(other).load()
 
 
+def test_profanity_probabilities_match_the_shipped_calibrated_model() -> None:
+    """The calibrated SVM ensemble computed as one product gives scikit-learn's own
+    ``predict_proba`` numbers, bit for bit (it is only faster)."""
+    import numpy as np
+
+    from detectors.toxicity.offline import ProfanityComponent
+
+    comp = ProfanityComponent()
+    comp.load()
+    sentences = ["What the hell is wrong with this damn router?", "Thanks, that fixed it.",
+                 "You absolute idiot, read my message.", "", "Order 1234 ships Friday.",
+                 "shit shit shit", "I'm sorry, that must be frustrating."]
+    x = comp._vectorizer.transform(sentences) @ comp._keep
+    expected = comp._model.predict_proba(x)[:, 1]
+    got = comp.sentence_probs(sentences)
+    assert np.array_equal(got, expected)
+    assert got[5] > 0.9 > 0.1 > got[1]  # and they still say something
+
+
 def test_lexical_cue_word_cache_gives_the_same_cue() -> None:
     """Cue look-ups keep each word's weights: a warm cache points at the same word as a cold
     one, and it is bounded."""
