@@ -71,7 +71,8 @@ class PiiDetector:
         self.batch_size = batch_size
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple[bytes, float], list[Any]] = OrderedDict()
-        self.version = f"1.2.0+{model}"  # 1.1: weighted leak scores; 1.2: sensitive echo, given names, phones
+        # 1.1: weighted leak scores; 1.2: sensitive echo, given names, phones
+        self.version = f"1.2.0+{model}"
         self._batch: Any = None
         self._anonymizer: Any = None
         self._post: Any = None
