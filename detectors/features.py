@@ -112,7 +112,6 @@ class SentenceEncoder:
         # Threads that run texts through the model side by side (ONNX backend; see encode).
         self.lanes = lanes if lanes is not None else min(2, os.cpu_count() or 1)
         self._executor: ThreadPoolExecutor | None = None
-        self._onnx_inputs: frozenset[str] | None = None
 
     def load(self) -> None:
         if self._model is not None:
@@ -178,21 +177,20 @@ class SentenceEncoder:
             run = self._run_onnx if self.backend == "onnx-int8" else self._run_torch
             ids = self._tokenizer(unique, truncation=True, max_length=self._max_length,
                                   return_attention_mask=False)["input_ids"]
+            # Each text still runs alone (same vector whatever lane runs it); ONNX Runtime
+            # releases the GIL, so the lanes use both cores while the GIL-bound detectors and
+            # Presidio wait for theirs. Longest first, dealt round the lanes.
             lanes = self._lanes(len(ids))
+            order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+
+            def lane(k: int) -> None:
+                for i in order[k::lanes]:
+                    vecs[i] = run(np.asarray([ids[i]], dtype=np.int64))
+
             if lanes > 1:
-                # Each text still runs alone (same vector whatever lane runs it); ONNX Runtime
-                # releases the GIL, so the lanes use both cores while the GIL-bound detectors
-                # and Presidio wait for theirs. Longest first, dealt round the lanes.
-                order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
-
-                def lane(k: int) -> None:
-                    for i in order[k::lanes]:
-                        vecs[i] = run(np.asarray([ids[i]], dtype=np.int64))
-
                 list(self._pool().map(lane, range(lanes)))
             else:
-                for i, row in enumerate(ids):
-                    vecs[i] = run(np.asarray([row], dtype=np.int64))
+                lane(0)
         fresh = dict(zip(unique, vecs, strict=True))
         out = np.stack([fresh[t] if t in fresh else self._cache[t] for t in texts])
         if self._cache_size > 0:
@@ -213,23 +211,17 @@ class SentenceEncoder:
         return _mean_pool(out.numpy())
 
     def _run_onnx(self, ids: np.ndarray) -> np.ndarray:
-        # The session's input names, read once: each lane holds the GIL only for this and the
-        # pooling, so the Python around a run is kept short.
-        if self._onnx_inputs is None:
-            self._onnx_inputs = frozenset(i.name for i in self._model.get_inputs())
+        from detectors.onnx_backend import feed
+
         enc = {"input_ids": ids, "attention_mask": np.ones_like(ids),
                "token_type_ids": np.zeros_like(ids)}
-        return _mean_pool(self._model.run(
-            None, {k: v for k, v in enc.items() if k in self._onnx_inputs})[0])
+        return _mean_pool(self._model.run(None, feed(self._model, enc))[0])
 
 
 def _mean_pool(hidden: np.ndarray) -> np.ndarray:
-    """Mean over the tokens of one unpadded text (1 x n x dim), L2-normalised. (What
-    ``ndarray.mean`` and ``np.linalg.norm`` compute, bit for bit, without their Python layers.)"""
-    rows = np.asarray(hidden[0], dtype=np.float32)
-    pooled = np.add.reduce(rows, axis=0) / np.float32(rows.shape[0])
-    norm = float(np.sqrt(np.dot(pooled, pooled)))
-    return (pooled / max(norm, 1e-12)).astype(np.float32)
+    """Mean over the tokens of one unpadded text (1 x n x dim), L2-normalised."""
+    pooled = hidden[0].astype(np.float32).mean(0)
+    return (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32)
 
 
 def packaged_minilm_dir() -> str:
