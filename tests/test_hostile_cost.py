@@ -33,6 +33,8 @@ from pipeline.scoring.suite import DetectorSuite
 
 CHARS = 5_000
 FACTOR, SLACK_S = 5.0, 0.03
+GROWTH = 3.0  # cost at twice the length, at most (linear: 2; quadratic: 4)
+HARD_FACTOR = 10.0  # over this many times an ordinary text, linear or not, is too dear
 TS = datetime(2026, 11, 23, tzinfo=UTC)
 
 
@@ -127,14 +129,12 @@ def test_hostile_text_costs_a_small_multiple_of_ordinary_text(kind, suite, basel
         # ("A\nA\n...") costs spaCy 4-7x an ordinary text of the same length, linearly (one
         # token per two characters); the bug class this guards against grew with the square
         # of the length (3.8 s against 0.26 s at 5,000 characters, 15x).
-        half = _costs(suite, HOSTILE[kind], 2, CHARS // 2)
+        halves = [_costs(suite, HOSTILE[kind], run, CHARS // 2) for run in (2, 3)]
+        half = {k: min(h[k] for h in halves) for k in halves[0]}  # like costs: least of two
         slow = {k: v for k, v in slow.items()
                 if _spent(costs, k) > HARD_FACTOR * _spent(baseline, k)
                 or _spent(costs, k) > GROWTH * _spent(half, k) + SLACK_S}
     assert not slow, f"{kind} ({CHARS} characters) is super-linear in: {slow}"
-
-
-HARD_FACTOR = 10.0  # over this many times an ordinary text, linear or not, is too dear
 
 
 def _spent(costs: dict[str, float], key: str) -> float:
@@ -178,9 +178,6 @@ def test_patterns_stay_linear_at_the_input_limit(suite) -> None:  # type: ignore
                 slow[f"{kind} in {name}"] = (f"{spent:.3f}s vs {base[name]:.3f}s ordinary, "
                                              f"{half:.3f}s at half the length")
     assert not slow, f"super-linear at {LIMIT_CHARS} characters: {slow}"
-
-
-GROWTH = 3.0  # cost at twice the length, at most (linear: 2; quadratic: 4)
 
 
 def _least(fn: Callable[[str], Any], make: Callable[[int], str], chars: int) -> float:
