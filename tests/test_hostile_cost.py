@@ -95,6 +95,14 @@ def _turn_cost(costs: dict[str, float], role: str) -> float:
     return shared + sum(v for k, v in costs.items() if k.endswith(f":{role}"))
 
 
+def _slack(base: dict[str, float], key: str) -> float:
+    """What a whole turn (``"user turn"``, ``"assistant turn"``) or one part may cost beyond
+    its bound: for a part, a quarter of an ordinary assistant turn (see ``_too_slow``)."""
+    if key.endswith(" turn"):
+        return SLACK_S
+    return max(SLACK_S, 0.25 * _turn_cost(base, "assistant"))
+
+
 def _too_slow(costs: dict[str, float], base: dict[str, float]) -> dict[str, str]:
     """Parts and whole turns over the bound: 5x the ordinary text plus a slack, which for one
     part is a quarter of an ordinary assistant turn (a part that is cheap on ordinary text may
@@ -104,7 +112,7 @@ def _too_slow(costs: dict[str, float], base: dict[str, float]) -> dict[str, str]
         spent, ordinary_s = _turn_cost(costs, role), _turn_cost(base, role)
         if spent > FACTOR * ordinary_s + SLACK_S:
             slow[f"{role} turn"] = f"{spent:.3f}s vs {ordinary_s:.3f}s ordinary"
-    part_slack = max(SLACK_S, 0.25 * _turn_cost(base, "assistant"))
+    part_slack = _slack(base, "part")
     for name, spent in costs.items():
         if spent > FACTOR * base[name] + part_slack:
             slow[name] = f"{spent:.3f}s vs {base[name]:.3f}s ordinary"
@@ -128,11 +136,13 @@ def test_hostile_text_costs_a_small_multiple_of_ordinary_text(kind, suite, basel
         # Over 5x: fine only if it is linear and not far off. A text of one-character tokens
         # ("A\nA\n...") costs spaCy 4-7x an ordinary text of the same length, linearly (one
         # token per two characters); the bug class this guards against grew with the square
-        # of the length (3.8 s against 0.26 s at 5,000 characters, 15x).
+        # of the length (3.8 s against 0.26 s at 5,000 characters, 15x). The hard bound has
+        # the same slack as the 5x one: bias on that text reads 2,500 one-letter sentences,
+        # 0.29 s against 0.02 s (14x of a part that is 3% of an ordinary turn), linearly.
         halves = [_costs(suite, HOSTILE[kind], run, CHARS // 2) for run in (2, 3)]
         half = {k: min(h[k] for h in halves) for k in halves[0]}  # like costs: least of two
         slow = {k: v for k, v in slow.items()
-                if _spent(costs, k) > HARD_FACTOR * _spent(baseline, k)
+                if _spent(costs, k) > HARD_FACTOR * _spent(baseline, k) + _slack(baseline, k)
                 or _spent(costs, k) > GROWTH * _spent(half, k) + SLACK_S}
     assert not slow, f"{kind} ({CHARS} characters) is super-linear in: {slow}"
 
