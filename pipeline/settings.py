@@ -48,6 +48,10 @@ class Settings(BaseSettings):
     # The shared MiniLM encoder: "onnx-int8" (exported once, cached in ~/.cache/chatmon/onnx)
     # or "torch" (the reference; see BENCHMARKS.md / QUALITY.md for speed and accuracy).
     encoder_backend: Literal["onnx-int8", "torch"] = "onnx-int8"
+    # The PII detector's Presidio analyser in a child process of its own, beside the GIL the
+    # encoder and the other detectors share (same findings; docs/benchmarks.md). None: on when
+    # the machine has two cores or more. A `process` key in detector_options.pii wins.
+    pii_process: bool | None = None
 
     # Raw text is never stored unless a team opts in, and then only for this many days.
     keep_raw_text: bool = False
@@ -96,6 +100,14 @@ class Settings(BaseSettings):
         from detectors.registry import REGISTRY
 
         return self.detectors or tuple(REGISTRY)
+
+    def scoring_options(self) -> dict[str, dict[str, Any]]:
+        """``detector_options`` for the scoring suites of a run, serve or worker: with the PII
+        analyser's ``process`` option from ``pii_process`` unless the options set it."""
+        out = {name: dict(opts) for name, opts in self.detector_options.items()}
+        process = self.pii_process if self.pii_process is not None else (os.cpu_count() or 1) > 1
+        out.setdefault("pii", {}).setdefault("process", process)
+        return out
 
 
 def secret_from_env(name: str) -> SecretStr | None:

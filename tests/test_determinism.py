@@ -4,8 +4,10 @@ Both levels use the real default encoder (MiniLM, ONNX Runtime int8) and the rea
 - the encoder: a text's vector is bit-identical alone and among any neighbours (short and long
   texts, so the old padded batches would have padded it);
 - the pipeline: the example transcripts through the embedded runner at batch sizes 32, 7 and 1
-  give the same findings (presence, score rounded to 1e-3, flag). Every cache of seen text is
-  off (encoder vectors, PII results), so each run computes every turn inside its own batches.
+  give the same findings (presence, score rounded to 1e-3, flag), with Presidio in a child
+  process (the default on two cores) at 32 and 7 and in this process at 1. Every cache of seen
+  text is off (encoder vectors, PII results), so each run computes every turn inside its own
+  batches.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from detectors.features import SentenceEncoder
+from detectors.pii.detector import PiiDetector
 from pipeline.embedded import runner
 from pipeline.scoring.process import Processor
 from pipeline.scoring.suite import DetectorSuite
@@ -82,7 +85,8 @@ def _findings(events: Path, batch_size: int, suite: DetectorSuite, url: str
     return {tuple(r[:6]): (round(float(r[6]), 3), bool(r[7])) for r in rows}
 
 
-def test_findings_are_the_same_at_batch_sizes_32_7_and_1(tmp_path: Path) -> None:
+def test_findings_are_the_same_at_batch_sizes_32_7_1_and_with_pii_in_or_out_of_process(
+        tmp_path: Path) -> None:
     lines = (EXAMPLES / "transcripts.jsonl").read_text().splitlines()
     # Whole conversations up to about 200 turns: every detector finds something in them.
     convs: dict[str, list[str]] = {}
@@ -95,16 +99,21 @@ def test_findings_are_the_same_at_batch_sizes_32_7_and_1(tmp_path: Path) -> None
         picked += conv
     events = tmp_path / "turns.jsonl"
     events.write_text("\n".join(picked) + "\n")
-    settings = Settings()
-    suite = DetectorSuite.from_names(settings.enabled_detectors(), settings.detector_options,
+    settings = Settings(pii_process=True)
+    suite = DetectorSuite.from_names(settings.enabled_detectors(), settings.scoring_options(),
                                      encoder_backend=settings.encoder_backend)
     suite.load()
+    here = PiiDetector()  # the same analyser in this process, for batch size 1
+    in_process = DetectorSuite([here if d.name == "pii" else d for d in suite.detectors],
+                               encoder=suite.features.encoder)
+    in_process.load()
     assert suite.features.encoder is not None
     assert suite.features.encoder.backend == "onnx-int8"  # the default encoder
-    for part in (suite.features.encoder, *suite.detectors):
+    for part in (suite.features.encoder, *suite.detectors, here):
         if hasattr(part, "configure_cache"):
             part.configure_cache(0)
-    runs = {bs: _findings(events, bs, suite, f"sqlite:///{tmp_path}/b{bs}.db")
+    runs = {bs: _findings(events, bs, suite if bs > 1 else in_process,
+                          f"sqlite:///{tmp_path}/b{bs}.db")
             for bs in (32, 7, 1)}
     assert {k[2] for k in runs[32]} >= {"empathy", "pii", "repetition", "manipulation"}
     assert len(runs[32]) > 100

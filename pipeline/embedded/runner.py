@@ -112,11 +112,12 @@ def build_processor(settings: Settings, run_id: str, mode: str, source: str,
     engine = db.make_engine(settings.database_url)
     if migrate:
         db.upgrade(settings.database_url)
-    suite = DetectorSuite.from_names(settings.enabled_detectors(), settings.detector_options,
+    options = settings.scoring_options()
+    suite = DetectorSuite.from_names(settings.enabled_detectors(), options,
                                      encoder_backend=settings.encoder_backend)
     suite.load()
     sink = Sink(engine)
-    proc_redactor = redaction_stage(suite.detectors, settings.detector_options.get("pii"))
+    proc_redactor = redaction_stage(suite.detectors, options["pii"])
     proc_redactor.load()  # the redaction stage's own analyser when pii is not among them
     sink.purge_expired_raw()
     sink.start_run(run_id, mode, source, suite.versions, __version__)

@@ -85,9 +85,9 @@ def build_processors(settings: Settings, migrate: bool) -> Processors:
     sink = Sink(db.make_engine(settings.database_url))
     sink.purge_expired_raw()  # opt-in raw text past its retention (also hourly, below)
     names = settings.enabled_detectors()
+    options = settings.scoring_options()
     first = DetectorSuite.from_names([n for n in names if n != REPETITION],
-                                     settings.detector_options,
-                                     encoder_backend=settings.encoder_backend)
+                                     options, encoder_backend=settings.encoder_backend)
     second = (DetectorSuite.from_names([REPETITION], settings.detector_options)
               if REPETITION in names else None)
     run_id = str(uuid.uuid4())
@@ -95,7 +95,7 @@ def build_processors(settings: Settings, migrate: bool) -> Processors:
     sink.start_run(run_id, "worker", settings.kafka_bootstrap, versions, __version__)
     metrics = get_metrics()
     first.load()
-    redactor = redaction_stage(first.detectors, settings.detector_options.get("pii"))
+    redactor = redaction_stage(first.detectors, options["pii"])
     redactor.load()
     p1 = Processor(settings, first, sink, run_id=run_id, on_batch=metrics.on_batch,
                    policy=policy, redactor=redactor)

