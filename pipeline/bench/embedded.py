@@ -60,8 +60,34 @@ def _latency(seconds: list[float], n: int, elapsed: float) -> dict[str, Any]:
     }
 
 
+def _children() -> list[tuple[list[str], str]]:
+    """(stat fields after the command name, status text) of this process's live children (the
+    PII analyser's process); empty where there is no Linux /proc."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == os.getpid():
+                out.append((fields, (stat.parent / "status").read_text()))
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+    return out
+
+
 def _peak_rss_mb() -> float:
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
+    """This process's peak resident memory plus that of its live children: what the
+    configuration needs on the machine."""
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for _, status in _children():
+        kb += next((int(line.split()[1]) for line in status.splitlines()
+                    if line.startswith("VmHWM:")), 0)
+    return round(kb / 1024.0, 1)
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process and its live children so far."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    return time.process_time() + sum(int(f[11]) + int(f[12]) for f, _ in _children()) / tick
 
 
 def measure_pipeline(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -92,7 +118,7 @@ def measure_pipeline(cfg: dict[str, Any]) -> dict[str, Any]:
         batch: list[Any] = []
         read_at: list[float] = []
         errors: dict[str, int] = {}
-        start = time.perf_counter()
+        start, cpu0 = time.perf_counter(), _cpu_s()
         for rec in read_records(cfg["corpus"]):
             read_at.append(time.perf_counter())
             batch.append(rec)
@@ -101,9 +127,12 @@ def measure_pipeline(cfg: dict[str, Any]) -> dict[str, Any]:
         if batch:
             _flush(proc, batch, read_at, latencies, errors)
         elapsed = time.perf_counter() - start
+        cpu_s = _cpu_s() - cpu0
     out = _latency(latencies, len(latencies), elapsed)
     out.update(peak_rss_mb=_peak_rss_mb(), load_s=round(load_s, 1),
-               feature_s=round(feature_s[0], 2), detector_errors=errors,
+               feature_s=round(feature_s[0], 2), cpu_s=round(cpu_s, 2),
+               cores_busy=round(cpu_s / elapsed, 2) if elapsed > 0 else None,
+               detector_errors=errors,
                encoder_backend=cfg["encoder_backend"] if encoder is not None else None,
                encoder_cache=cfg.get("encoder_cache", True) if encoder is not None else None)
     return out

@@ -24,7 +24,7 @@ from pipeline.cli.context import Ctx, pass_ctx
 @click.option("--detectors", default=None,
               help="Comma-separated detectors (default: every enabled detector).")
 @click.option("--naive-turns", type=int, default=500, show_default=True,
-              help="Turns for the naive one-message-at-a-time baseline.")
+              help="Turns for the naive one-message-at-a-time baseline (0: skip it).")
 @click.option("--no-per-detector", is_flag=True, help="Skip the each-detector-alone runs.")
 @click.option("--no-cached", is_flag=True,
               help="Skip the pipeline run with the caches of seen text on (the headline run, "
@@ -86,7 +86,7 @@ def bench_cmd(obj: Ctx, as_json: bool, markdown: bool, turns: int | None, file: 
         turns=turns, batch_size=batch_size or settings.batch_size,
         detectors=names or settings.enabled_detectors(), file=file, naive_turns=naive_turns,
         per_detector=not (no_per_detector or quick), encoder_backend=settings.encoder_backend,
-        cached=not (no_cached or quick), naive=not quick,
+        cached=not (no_cached or quick), naive=not quick and naive_turns > 0,
         progress=None if quiet else lambda label: click.echo(f"measuring {label} ...", err=True))
     if as_json:
         click.echo(json.dumps(result, indent=2))
