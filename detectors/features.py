@@ -87,8 +87,10 @@ class SentenceEncoder:
 
     dim = 384
     # Bump when the vectors change for the same text (caches of vectors built offline, such as
-    # the toxicity trainer's, key on it). 2: each text encoded alone.
-    vectors_version = "2"
+    # the toxicity trainer's, key on it). 2: each text encoded alone. 3: attention fused and
+    # quantized (eager-attention export; cosine 0.9998 to version 2's vectors, 0.991 to torch's
+    # as before; about 1.2-1.3x the texts/s).
+    vectors_version = "3"
 
     # ``batch_size`` is kept for callers that pass it; texts are tokenised together but never
     # run through the model together (see above).
@@ -141,12 +143,12 @@ class SentenceEncoder:
         from detectors import onnx_backend as ob
 
         cache = Path(self._cache_dir) if self._cache_dir else ob.default_cache_dir()
-        dest = cache / f"minilm-{ob.model_key(path, 'encoder')}.int8.onnx"
+        dest = cache / f"minilm-{ob.model_key(path, 'encoder-attn')}.int8.onnx"
         if not dest.is_file():
             from transformers import AutoModel
 
             ob.export_local(AutoModel.from_pretrained(path).eval(), self._tokenizer, dest,
-                            "last_hidden_state")
+                            "last_hidden_state", fuse_attention=True)
         return ob.session(dest, self._threads or 1)
 
     def _lanes(self, n: int) -> int:
