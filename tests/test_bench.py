@@ -120,6 +120,14 @@ def test_table_and_markdown_render_every_configuration(bench_json: dict) -> None
     md = render_markdown(bench_json, "chatmon bench --markdown")
     assert "| naive baseline |" in md and "chatmon bench --markdown" in md
     assert md.count("| yes |") + md.count("| MISS |") == len(targets(bench_json)) == 5
+    assert "pipeline_examples_cached" not in bench_json  # only beside the default corpus
+    # Beside the default corpus, the examples repeated with caches on is a row and a target.
+    stock = {**bench_json["pipeline"], "turns_per_s": 512.0, "peak_rss_mb": 2048.0}
+    both = {**bench_json, "pipeline_examples_cached": stock}
+    assert "pipeline, examples, caches on" in render_table(both)
+    rows = {w: (v, ok) for w, _, v, ok in targets(both)}
+    assert rows["caches on, the examples repeated: turns/s"] == ("512.0", True)
+    assert rows["peak RSS (MB)"] == ("2048.0", False)  # the largest of the three runs
 
 
 def test_an_unknown_detector_is_reported_not_crashed(tmp_path: Path) -> None:

@@ -15,6 +15,8 @@ def _rows(result: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     rows = [("pipeline, fresh text", result["pipeline_fresh_text"])]
     if "pipeline" in result:
         rows.append(("pipeline, caches on", result["pipeline"]))
+    if "pipeline_examples_cached" in result:
+        rows.append(("pipeline, examples, caches on", result["pipeline_examples_cached"]))
     rows += [(f"  {name} alone", res) for name, res in result.get("detectors", {}).items()]
     if "naive" in result:
         rows.append(("naive baseline", result["naive"]))
@@ -47,10 +49,15 @@ def render_table(result: dict[str, Any]) -> str:
 def targets(result: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
     """(what, target, measured, met) for the issue's targets."""
     fresh, warm = result["pipeline_fresh_text"], result.get("pipeline", {})
-    rss = [v for v in (fresh.get("peak_rss_mb"), warm.get("peak_rss_mb")) if v is not None]
+    stock = result.get("pipeline_examples_cached", {})
+    rss = [v for v in (fresh.get("peak_rss_mb"), warm.get("peak_rss_mb"),
+                       stock.get("peak_rss_mb")) if v is not None]
     rows = (("fresh text: turns/s", ">=", "fresh_turns_per_s", fresh.get("turns_per_s")),
             ("fresh text: p99 latency (ms)", "<=", "fresh_p99_ms", fresh.get("p99_ms")),
-            ("caches on: turns/s", ">=", "cached_turns_per_s", warm.get("turns_per_s")),
+            ("caches on, this corpus: turns/s", ">=", "cached_turns_per_s",
+             warm.get("turns_per_s")),
+            *((("caches on, the examples repeated: turns/s", ">=", "cached_turns_per_s",
+                stock.get("turns_per_s")),) if stock else ()),
             ("peak RSS (MB)", "<=", "peak_rss_mb", max(rss) if rss else None),
             ("speedup vs naive (fresh text)", ">=", "speedup_vs_naive",
              result.get("speedup_vs_naive")))
@@ -82,7 +89,10 @@ def render_markdown(result: dict[str, Any], command: str, extra: str = "") -> st
         "turn costs what a never-seen turn costs; caches on: the same corpus, where its own "
         "repetition hits the caches. Each detector alone runs with the caches off. Latency is "
         "ingest to stored result: per turn, from reading its record to the commit of its batch. "
-        "Peak RSS is each configuration's own process (fresh subprocess).", "",
+        "\"Examples\": the 460 example turns over and over under fresh conversation "
+        "ids, where stock text recurs (the steady state of the first BENCHMARKS.md). Peak RSS "
+        "is each configuration's own process (a fresh subprocess) plus its live children (the "
+        "PII analyser's process).", "",
         "| configuration | turns/s | p50 ms | p95 ms | p99 ms | peak RSS MB |",
         "|---|---:|---:|---:|---:|---:|",
     ]

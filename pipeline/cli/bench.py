@@ -59,9 +59,10 @@ def bench_cmd(obj: Ctx, as_json: bool, markdown: bool, turns: int | None, file: 
               kafka: bool, kafka_workers: int, kafka_rate: float, tansu: bool, hostile: bool,
               chars: int, kinds: str | None) -> None:
     """Run the full pipeline on fresh text (every cache of seen text off: the headline), the
-    same with caches on, each detector alone and a naive baseline, each in a fresh process
-    against a temporary SQLite store, after a warm-up; print turns/s, p50/p95/p99 latency
-    (ingest to stored result) and peak RSS."""
+    same with caches on, the example transcripts repeated with caches on (stock text
+    recurring), each detector alone and a naive baseline, each in a fresh process against a
+    temporary SQLite store, after a warm-up; print turns/s, p50/p95/p99 latency (ingest to
+    stored result), peak RSS (with the PII analyser's child process) and CPU seconds."""
     from pipeline.bench.embedded import run_bench
 
     if hostile:
