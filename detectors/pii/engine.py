@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from detectors.base import DetectorError
@@ -95,7 +96,12 @@ class EngineProcess:
 
         self._child = subprocess.Popen([sys.executable, "-c", _CHILD, str(CHILD_NICE)],
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        reply = self._call(("init", self._args))
+        try:
+            reply = self._call(("init", self._args))
+        except (EOFError, OSError) as exc:  # it could not even start: its stderr says why
+            self._stop()
+            raise DetectorError("pii: the analyser's child process exited while starting "
+                                "(its error is on stderr above)") from exc
         if isinstance(reply, str):
             self._stop()
             raise DetectorError(reply)
@@ -167,7 +173,10 @@ def _receive(stream: Any) -> bytes:
 
 
 # The child's command: ``python -c`` (a module run with ``-m`` would need a ``__main__`` guard).
-_CHILD = "from detectors.pii.engine import _serve; _serve()"
+# The folder holding the ``detectors`` package goes first on the child's path, so that it
+# imports this very code whatever its working directory or the parent's ``sys.path`` tricks.
+_CHILD = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r}); "
+          "from detectors.pii.engine import _serve; _serve()")
 
 
 @contextlib.contextmanager

@@ -103,3 +103,24 @@ def test_the_pipeline_turns_the_child_on_with_two_cores_unless_told_otherwise() 
     explicit = Settings(pii_process=True, detector_options={"pii": {"process": False}})
     assert explicit.scoring_options()["pii"]["process"] is False
     assert explicit.detector_options == {"pii": {"process": False}}  # not changed in place
+
+
+def test_a_child_that_cannot_start_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from detectors.pii import engine
+
+    # A real interpreter that exits before answering (as one that cannot import chatmon would).
+    monkeypatch.setattr(engine, "_CHILD", "import sys; sys.exit(3)")
+    with pytest.raises(DetectorError, match="exited while starting"):
+        PiiDetector(process=True).load()
+
+
+def test_the_child_imports_this_code_from_any_working_directory(
+        tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # type: ignore[arg-type]
+    det = PiiDetector(process=True, cache_size=0)
+    det.load()
+    try:
+        found = det.analyze(["write to dana.w@example.org"], 0.05)[0]
+        assert [r.entity_type for r in found] == ["EMAIL_ADDRESS"]
+    finally:
+        det.close()
