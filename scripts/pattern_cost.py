@@ -111,7 +111,7 @@ def probes(with_models: bool) -> dict[str, Callable[[str], Any]]:
         if hasattr(det, "configure_cache"):
             det.configure_cache(0)
         if det.name == "pii":
-            engine = det._batch.analyzer_engine
+            engine = det.analyzer
             nlp = engine.nlp_engine.nlp["en"]
             out["spacy pipeline"] = nlp
             out["spacy tokenizer"] = nlp.tokenizer

@@ -162,7 +162,7 @@ def _pattern_parts(suite: DetectorSuite) -> dict[str, Callable[[str], Any]]:
     pii = next(d for d in suite.detectors if d.name == "pii")
     parts: dict[str, Callable[[str], Any]] = {"sentences": split_sentences,
                                               "redaction": lambda t: redact(t, [])}
-    for rec in pii._batch.analyzer_engine.registry.recognizers:  # the loaded analyser's
+    for rec in pii.analyzer.registry.recognizers:  # the loaded analyser's
         if hasattr(rec, "patterns") and rec.patterns:
             parts[rec.name] = lambda t, r=rec: r.analyze(t, r.supported_entities, None)
     return parts

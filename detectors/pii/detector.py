@@ -92,6 +92,12 @@ class PiiDetector:
             self._engine.close()
         self._engine = None
 
+    @property
+    def analyzer(self) -> Any:
+        """The loaded Presidio ``AnalyzerEngine`` when it runs in this process (None before
+        ``load()`` and with ``process=True``): for tools that time its parts."""
+        return getattr(self._engine, "analyzer", None)
+
     # -- scoring ---------------------------------------------------------------------------
     def score(self, batch: Sequence[ScoringInput]) -> list[list[Finding]]:
         results = self.analyze([item.turn.text for item in batch], self.min_score)

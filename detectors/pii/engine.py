@@ -52,6 +52,7 @@ class PresidioEngine:
                 context_similarity_factor=0.35, min_score_with_context_similarity=0.4,
                 context_prefix_count=6, context_suffix_count=2),
         )
+        self.analyzer = analyzer
         self._batch = BatchAnalyzerEngine(analyzer)
 
     def analyze(self, texts: Sequence[str], min_score: float) -> list[list[Any]]:
