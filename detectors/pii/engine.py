@@ -210,6 +210,7 @@ def _serve() -> None:
     are ``("ok", value)`` or ``("error", message)``; stray prints go to stderr, not the pipe."""
     import os
     import pickle
+    import signal
     import sys
 
     requests, replies = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
@@ -219,6 +220,9 @@ def _serve() -> None:
     sys.modules.setdefault("torch", None)  # type: ignore[arg-type]
     if len(sys.argv) > 1 and int(sys.argv[1]):
         os.nice(int(sys.argv[1]))
+    # Ctrl-C reaches the whole process group: the parent decides, and closes the pipe (no
+    # traceback from here).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     engine: PresidioEngine | None = None
     while True:
         try:

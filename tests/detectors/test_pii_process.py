@@ -79,6 +79,19 @@ def test_a_killed_child_is_replaced_and_the_batch_still_scored(
     assert child._engine.pid not in (None, old)
 
 
+def test_ctrl_c_to_the_process_group_leaves_the_child_to_its_parent(
+        pair: tuple[PiiDetector, PiiDetector]) -> None:
+    """SIGINT reaches every process of a terminal's group: the child ignores it (no traceback
+    of its own); the parent decides and closes the pipe."""
+    here, child = pair
+    pid = child._engine.pid
+    os.kill(pid, signal.SIGINT)
+    time.sleep(0.3)
+    assert _alive(pid)
+    items = _items()[:3]
+    assert child.score(items) == here.score(items) and child._engine.pid == pid
+
+
 def test_close_ends_the_child() -> None:
     det = PiiDetector(process=True)
     det.load()
