@@ -110,8 +110,14 @@ class EngineProcess:
     def _call(self, request: Any) -> Any:
         import pickle
 
-        _send(self._child.stdin, pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
-        status, value = pickle.loads(_receive(self._child.stdout))
+        try:
+            _send(self._child.stdin, pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+            status, value = pickle.loads(_receive(self._child.stdout))
+        except BaseException:
+            # Interrupted halfway (KeyboardInterrupt, a dead pipe): the next read would start
+            # inside this reply. The conversation is out of step, so this child goes.
+            self._stop(kill=True)
+            raise
         if status == "error":
             raise DetectorError(value)
         return value
@@ -140,10 +146,12 @@ class EngineProcess:
         with self._lock:
             self._stop()
 
-    def _stop(self) -> None:
+    def _stop(self, kill: bool = False) -> None:
         child, self._child = self._child, None
         if child is None:
             return
+        if kill:
+            child.kill()
         for stream in (child.stdin, child.stdout):
             with contextlib.suppress(OSError):
                 stream.close()

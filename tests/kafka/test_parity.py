@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.postgres, pytest.mark.slow]
 # Both sides run with their defaults (batch size, int8 encoder): each text is encoded alone, so
 # only conversation context could make them differ (tests/test_determinism.py covers batches).
 
-N_CONVERSATIONS, TURNS = 24, 6
+N_CONVERSATIONS, TURNS = 48, 6
 OPENINGS = (
     "I've been charged twice for order {c} and nobody answers my emails. This is ridiculous.",
     "My mom passed away last week and I need to close her account {c}. I can't stop crying.",
@@ -61,7 +61,7 @@ LAST_REPLIES = (
 
 
 def conversations() -> list[dict[str, Any]]:
-    """24 conversations of 6 turns, interleaved by turn index."""
+    """48 conversations of 6 turns, interleaved by turn index."""
     rows: list[dict[str, Any]] = []
     for t in range(TURNS):
         for c in range(N_CONVERSATIONS):
@@ -130,8 +130,9 @@ def test_two_workers_with_one_sigkilled_find_what_the_embedded_runner_finds(
     wait_until(lambda: _balanced(a, b, names.turns), 60, "both workers to hold partitions")
     produced = chatmon(["produce", str(path), "--no-progress"], env)
     assert produced.returncode == 0, produced.stderr
-    wait_until(lambda: a.stats().get("records", {}).get("stage1", 0) >= len(rows) // 5, 60,
-               "worker a to be mid-stream")
+    # Polled often: two workers store the whole stream in a second or two on a quiet machine.
+    wait_until(lambda: a.stats().get("records", {}).get("stage1", 0) >= len(rows) // 10, 60,
+               "worker a to be mid-stream", every=0.02)
     a.kill()
     assert stored_turns(postgres_url) < len(rows), "the kill should come mid-way"
     workers(env, "a-restarted")  # at once, while b is still taking over a's partitions
