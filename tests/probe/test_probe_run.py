@@ -214,8 +214,11 @@ def test_ctrl_c_keeps_what_is_stored_and_a_second_run_resumes(tmp_path, env) -> 
     cmd = [sys.executable, "-m", "pipeline.cli", "probe", "--model", "warm-1", "--suite",
            str(suite), "--concurrency", "1", "--json"]
     with ScriptedBot(slow_s=30.0) as slow_bot:
+        # SIGINT at its default in the child even where this runs as a background job (a shell
+        # without job control starts those with SIGINT ignored, and Python keeps it ignored).
         proc = subprocess.Popen([*cmd, "--endpoint", slow_bot.url], env={**os.environ, **env},
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 120
         while len(slow_bot.requests) < 3 and time.monotonic() < deadline:  # "slow0" is asked
             time.sleep(0.1)
