@@ -98,14 +98,14 @@ class EngineProcess:
         self._child = subprocess.Popen([sys.executable, "-c", _CHILD, str(CHILD_NICE)],
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         try:
-            reply = self._call(("init", self._args))
+            self._call(("init", self._args))
         except (EOFError, OSError) as exc:  # it could not even start: its stderr says why
             self._stop()
             raise DetectorError("pii: the analyser's child process exited while starting "
                                 "(its error is on stderr above)") from exc
-        if isinstance(reply, str):
+        except DetectorError:  # it started but could not build the engine (a missing model)
             self._stop()
-            raise DetectorError(reply)
+            raise
 
     def _call(self, request: Any) -> Any:
         import pickle
@@ -253,11 +253,9 @@ def _serve() -> None:
                 reply = ("error", "pii: the analyser's child process has no engine")
             else:
                 reply = ("ok", engine.analyze(*args))
-        except DetectorError as exc:
-            reply = ("ok", str(exc)) if kind == "init" else ("error", str(exc))
         except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises it
-            message = f"pii: {type(exc).__name__}: {exc}"
-            reply = ("ok", message) if kind == "init" else ("error", message)
+            reply = ("error", str(exc) if isinstance(exc, DetectorError)
+                     else f"pii: {type(exc).__name__}: {exc}")
         _send(replies, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
 
 
