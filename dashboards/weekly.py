@@ -27,6 +27,11 @@ def _empathy() -> list[Panel]:
         row("Empathy"),
         timeseries("Empathy per bot and model (weekly mean)", q.EMPATHY_WEEKLY,
                    unit="percentunit", description="Mean empathy.score of assistant replies."),
+        timeseries("Upset users missed per bot (weekly share of replies)",
+                   q.EMPATHY_MISSED_WEEKLY, unit="percentunit",
+                   description="Replies flagged empathy.missed: the user was upset and the "
+                               "reply did not engage with it (not even a generic apology "
+                               "counts in full)."),
         timeseries("Emotion alignment per bot (weekly mean)", q.ALIGNMENT_WEEKLY,
                    unit="percentunit",
                    description="How well the reply's emotion fits the user's (0..1)."),
@@ -35,7 +40,9 @@ def _empathy() -> list[Panel]:
                                "level 0 (none) .. 2 (strong) per week."),
         table("EPITOME mechanisms per bot and model", q.MECHANISMS, height=8,
               description="Mean levels (0 none, 1 weak, 2 strong) of emotional reactions, "
-                          "interpretations and explorations, and emotion alignment."),
+                          "interpretations and explorations, emotion alignment, and "
+                          "engagement (how far the empathic sentence takes up the user's "
+                          "situation, 0..1)."),
         table("Empathy gap between user groups", q.EMPATHY_GAP, width=24, height=7,
               description="Empathy of the reply to a user who mentions an identity group, "
                           "minus the bot's mean: negative means colder replies to that group."),

@@ -38,6 +38,11 @@ LEVEL_CUTS = {"er": (0.475, 0.875), "ip": (0.65, 0.725), "ex": (0.475, 0.625)}
 OVERALL_WEIGHTS = np.array([0.4, 0.35, 0.15], dtype=np.float32)
 ALIGNMENT_WEIGHT = 0.1
 ALIGN_FLOOR = 0.8  # share of the ER score that counts whatever the emotion alignment
+# Alignment reads the user's emotions softened (p ** (1 / ALIGN_TEMPERATURE), renormalised): the
+# GoEmotions model is trained for its top label and overconfident on text unlike Reddit, and a
+# sharp wrong distribution would punish a reply for the model's mistake (Kumar dev 0.544 -> 0.553,
+# Welivita-Pu dev 0.608 -> 0.608 at 4).
+ALIGN_TEMPERATURE = 4.0
 # Breadth: empathic sentences (validation, paraphrasing, emotional expression, reassurance,
 # empowerment), counted up to BREADTH_CAP so that padding past it earns nothing.
 BREADTH_WEIGHT = 0.2
@@ -46,6 +51,7 @@ BREADTH_CAP = 3
 # watched; docs/models/empathy.md).
 SCORE_GENERIC_CREDIT = 0.75  # share of ER/IP credit an unengaged acknowledgement keeps
 NEIGHBOUR = 0.8  # a feeling sentence right after an engaged one ("Five payments? Infuriating.")
+TEMPLATE = 0.5  # engagement kept by a restatement template ("You feel stressed because ...")
 FEELING_IP = 0.9  # an engaged sentence naming the feeling is a strong interpretation ...
 FEELING_ER = 0.5  # ... and an emotional reaction
 ENGAGED = 0.5  # engagement at which a sentence engages the user's situation
@@ -139,6 +145,7 @@ def analyse(
     feats: Mapping[str, Any],
     mech_override: np.ndarray | None = None,
     params: eng.EngagementParams | None = None,
+    history: Sequence[Turn] = (),
 ) -> TurnAnalysis:
     prompt_text = "\n".join(t.text for t in prompt)
     spans = [tuple(s) for s in feats[SENTENCES]]
@@ -153,8 +160,12 @@ def analyse(
     tainted = np.array([any(ms < e and me > s for _, (ms, me), _ in manip) for s, e in spans],
                        dtype=bool)
     prompt_emb = feats.get(PROMPT_EMBEDDING)
-    user_side = eng.UserSide.of(prompt)
+    user_side = eng.UserSide.of(prompt, history)
     measured = eng.measure(sentences, sent_emb, prompt_emb, user_side, params)
+    # Filling the user's own words into a restatement template echoes rather than infers.
+    templated = np.array([lexicon.RESTATEMENT["you_feel_because"].search(s) is not None
+                          for s in sentences], dtype=bool)
+    measured = replace(measured, score=np.where(templated, TEMPLATE, 1.0) * measured.score)
     sent_mech, engaged = _engaged_mechanisms(raw_mech, measured, tainted)
     measured = replace(measured, score=engaged)
     # Reported scores: presence, as the model and cues see it (manipulative sentences out).
@@ -166,12 +177,18 @@ def analyse(
         mech = head[0]
     strength = np.maximum(mech, model.reply_mechanisms(sent_mech, text))
     user = emotions.user_emotion(prompt_emb, prompt_text)
-    empathic = (sent_mech[:, :2].max(axis=1) >= EMPATHIC) | (measured.feeling > 0) \
+    # Warm (an emotional reaction or interpretation, or a feeling named) vs infers the feeling
+    # (names it, or interprets): only the second can engage in full; an apology that mentions the
+    # cause ("I'm sorry your truck has not arrived") acknowledges but does not engage.
+    warm = (sent_mech[:, :2].max(axis=1) >= EMPATHIC) | (measured.feeling > 0) \
         if len(spans) else np.zeros(0, dtype=bool)
-    empathic &= ~tainted
+    empathic = ((presence[:, 1] >= EMPATHIC) | (measured.feeling > 0)) & ~tainted \
+        if len(spans) else np.zeros(0, dtype=bool)
+    warm &= ~tainted
     reply_emo = model.reply_emotion(sent_emb, feats.get(EMBEDDING),
                                     sent_mech.max(axis=1) if len(spans) else None)
-    align = alignment(user, reply_emo)
+    soft = np.power(np.clip(user, 1e-9, 1.0), 1.0 / ALIGN_TEMPERATURE)
+    align = alignment(soft / soft.sum(), reply_emo)
     reply = ReplyAnalysis(
         sentences=sentences,
         spans=spans,  # type: ignore[arg-type]
@@ -184,7 +201,7 @@ def analyse(
         words=len(text.split()),
         engagement=engaged,
         empathic=empathic,
-        acknowledges=np.array([bool(empathic[i]) or lexicon.first_hit(
+        acknowledges=np.array([bool(warm[i]) or lexicon.first_hit(
             lexicon.ACKNOWLEDGEMENT, s) is not None for i, s in enumerate(sentences)], dtype=bool),
         upset=upset(user),
         explores=_explores(cues, sent_mech, engaged) if len(spans) else np.zeros(0, dtype=bool),

@@ -93,7 +93,9 @@ class EmpathyDetector:
                     "empathy needs the shared features sentences/sentence_embeddings"
                 )
             mech = None if override is None else override[i]
-            a = analyse(model, emotions, item.turn.text, item.context.prompt, feats, mech)
+            ctx = item.context
+            a = analyse(model, emotions, item.turn.text, ctx.prompt, feats, mech,
+                        history=ctx.history)
             out.append(self._findings(a))
         return out
 

@@ -28,6 +28,7 @@ from detectors.empathy.labels import EMOTIONS
 EMOTION_PATH = Path(__file__).resolve().parent / "data" / "emotion.npz"
 CLASSES = ("anger", "fear", "joy", "neutral", "sadness")  # the model's outputs (GoEmotions)
 UPSET = ("anger", "sadness", "fear", "frustration")
+UPSET_CLASSES = ("anger", "fear", "sadness")
 # Strong anger: rage words, insults aimed at the company, repeated exclamation marks.
 STRONG_ANGER = re.compile(
     r"\b(?:furious|livid|rage|raging|outrage\w*|disgust\w*|disgrace\w*|hate|how\s+dare|"
@@ -36,6 +37,18 @@ STRONG_ANGER = re.compile(
     re.IGNORECASE,
 )
 ANGER_SHARE = (0.25, 0.8)  # share of the anger group that is anger: without, with a marker
+# Support users often state the event, not the feeling ("I've just been diagnosed with cancer,
+# can I pause my membership?"), which a model trained on Reddit comments reads as neutral. A
+# distressing event moves DISTRESS_SHIFT of the neutral mass to the upset emotions.
+DISTRESS = re.compile(
+    r"\b(?:died|dead|death|passed\s+away|funeral|bereave\w*|widow\w*|miscarr\w*|diagnos\w*|"
+    r"cancer|tumou?r|chemo\w*|hospital\w*|terminal|redundan\w*|laid\s+off|lost\s+my\s+job|"
+    r"evict\w*|homeless|stolen|robbed|burgl\w*|scam\w*|fraud\w*|flood\w*|accident|"
+    r"divorc\w*|can'?t\s+(?:cope|think|breathe|sleep|afford)|barely\s+(?:cope|think|sleep)|"
+    r"breaking\s+down|falling\s+apart|abus\w*|assault\w*)\b",
+    re.IGNORECASE,
+)
+DISTRESS_SHIFT = 0.6
 
 
 def sentiment_analyzer() -> Any:
@@ -91,6 +104,8 @@ class EmotionModel:
             out[EMOTIONS.index("neutral")] = 1.0
             return out
         p = self.class_probs(self.features(emb, text))[0]
+        if DISTRESS.search(text):
+            p = shift_from_neutral(p)
         share = ANGER_SHARE[int(STRONG_ANGER.search(text) is not None)]
         for k, name in enumerate(CLASSES):
             if name == "anger":
@@ -99,6 +114,18 @@ class EmotionModel:
             else:
                 out[EMOTIONS.index(name)] += p[k]
         return out
+
+
+def shift_from_neutral(p: np.ndarray) -> np.ndarray:
+    """Move DISTRESS_SHIFT of the neutral mass to anger, fear and sadness, in proportion to
+    what the model gave them (equally when it gave them nothing)."""
+    out = p.copy()
+    neutral, upset_ = CLASSES.index("neutral"), [CLASSES.index(c) for c in UPSET_CLASSES]
+    moved = out[neutral] * DISTRESS_SHIFT
+    weights = out[upset_] if out[upset_].sum() > 0 else np.ones(len(upset_))
+    out[neutral] -= moved
+    out[upset_] += moved * weights / weights.sum()
+    return out
 
 
 def upset(user: np.ndarray) -> float:

@@ -6,7 +6,8 @@ it expresses; a reply engages when its empathic sentence refers to that cause or
 the user gave. Measured per reply sentence from two signals the pipeline already has:
 
 - **specific overlap**: the content words (stems, ``words.terms``) the sentence shares with the
-  user turn(s), feeling words left out (echoing "frustrated" is not engaging with its cause) and
+  user turn(s) it answers and the user's few earlier turns, feeling words left out (echoing
+  "frustrated" is not engaging with its cause) and
   stock support words ("order", "account", "issue", ``words.STOCK_WORDS``) counting
   ``STOCK_WEIGHT`` each, so that a script with the topic filled in ("I'm sorry your parcel has
   not arrived") stays generic while "losing your daughter's birthday present" does not;
@@ -34,6 +35,7 @@ from detectors.features import split_sentences
 GENERIC_CREDIT = 0.35
 STOCK_WEIGHT = 0.35  # a shared stock word counts this much of a specific one
 OVERLAP_CAP = 4.0  # shared (weighted) words past this add nothing
+EARLIER_TURNS = 3  # earlier user turns whose words a reply may engage
 
 
 @dataclass(frozen=True)
@@ -51,9 +53,14 @@ class UserSide:
     stems: list[frozenset[str]]  # content stems per sentence, feeling words left out
 
     @classmethod
-    def of(cls, prompt: Sequence[Turn]) -> UserSide:
+    def of(cls, prompt: Sequence[Turn], history: Sequence[Turn] = ()) -> UserSide:
+        """The user turns answered, and the user's earlier turns of the conversation (up to
+        ``EARLIER_TURNS``): a cause told two turns ago ("my dog died") is still the cause when
+        the user now writes "Wow. Okay."."""
+        answered = {t.turn for t in prompt}
+        earlier = [t for t in history if t.role == "user" and t.turn not in answered]
         spans, stems = [], []
-        for turn in prompt:
+        for turn in [*earlier[-EARLIER_TURNS:], *prompt]:
             for s, e in split_sentences(turn.text):
                 spans.append((turn.turn, s, e))
                 stems.append(frozenset(t for t, _, _ in terms(turn.text[s:e])) - FEELING_WORDS)

@@ -26,7 +26,6 @@ EMPATHIC_TACTICS = frozenset(
     {"validation", "paraphrasing", "emotional_expression", "reassurance", "empowerment"}
 )
 _NEUTRAL = EMOTIONS.index("neutral")
-_JOY = EMOTIONS.index("joy")
 EXPLORE_CREDIT = 0.7  # credit of a question that explores the feeling or the situation
 
 
@@ -44,8 +43,8 @@ class ReplyAnalysis:
     user_emotion: np.ndarray  # distribution over EMOTIONS
     words: int
     engagement: np.ndarray  # (n,) engagement with the user's situation per sentence
-    empathic: np.ndarray  # (n,) bool: acknowledges the feeling (ER/IP or names it)
-    acknowledges: np.ndarray  # (n,) bool: empathic, or a stock acknowledgement / apology
+    empathic: np.ndarray  # (n,) bool: names or interprets the feeling (can engage in full)
+    acknowledges: np.ndarray  # (n,) bool: warm (ER/IP/a feeling), or a stock acknowledgement
     explores: np.ndarray  # (n,) bool: asks about the feeling, or a question that engages
     upset: float  # P(the user is upset)
     manipulation: float  # the strongest warm manipulation cue in the reply (0: none)
@@ -71,14 +70,14 @@ def advice_before_ack(a: ReplyAnalysis) -> FlagParts | None:
     first_ack = acks[0] if acks else None
     if first_ack is not None and first_ack < first:
         return None
-    emotional = 1.0 - float(a.user_emotion[_NEUTRAL])
+    emotional = a.upset  # an upset user (a happy one needs no acknowledgement first)
     score = emotional * max(float(a.tactic_p[first]), float(a.advice_p[first]))
     evidence = {
         "advice_sentence": first,
         "advice_tactic": a.tactics[first],
         "first_ack_sentence": first_ack,
         "user_emotion": _user_label(a),
-        "user_emotional_p": round(emotional, 3),
+        "user_upset_p": round(emotional, 3),
     }
     return score, a.spans[first], evidence
 
@@ -86,10 +85,12 @@ def advice_before_ack(a: ReplyAnalysis) -> FlagParts | None:
 def formulaic_restatement(a: ReplyAnalysis) -> FlagParts | None:
     """A generic acknowledgement or apology ("I understand your frustration", "We apologize for
     any inconvenience") followed straight by procedure or boilerplate, with nothing about this
-    user's situation. The opening is the run of acknowledging sentences starting at the first or
+    user's situation (the topic filled into an apology is not engagement: only sentences that
+    name or interpret the feeling count). The opening is the run of acknowledging sentences
+    starting at the first or
     second sentence (after a greeting); a question that explores right after it is engagement,
     not a formula. Score = (1 - the best engagement of the opening or of any empathic sentence of
-    the reply) x (1 - P(the user is happy))."""
+    the reply) x min(1, 2 P(the user is upset))."""
     acks = [i for i in range(min(2, len(a.sentences))) if a.acknowledges[i]]
     if not acks:
         return None
@@ -99,7 +100,7 @@ def formulaic_restatement(a: ReplyAnalysis) -> FlagParts | None:
         nxt += 1
     if nxt >= len(a.sentences) or a.explores[nxt]:
         return None
-    opening_eng = float(a.engagement[: nxt].max())
+    opening_eng = float(np.where(a.empathic[:nxt], a.engagement[:nxt], 0.0).max())
     empathic_eng = float(a.engagement[a.empathic].max()) if a.empathic.any() else 0.0
     pattern = (lexicon.first_hit(lexicon.RESTATEMENT, a.sentences[first])
                or lexicon.first_hit(lexicon.ACKNOWLEDGEMENT, a.sentences[first]))
@@ -112,9 +113,9 @@ def formulaic_restatement(a: ReplyAnalysis) -> FlagParts | None:
         "next_sentence": nxt,
         "next_tactic": a.tactics[nxt],
     }
-    # Acknowledging good news ("Congratulations!") and moving on is not the script this is.
-    joy = float(a.user_emotion[_JOY])
-    score = (1.0 - max(opening_eng, empathic_eng)) * (1.0 - joy)
+    # The script answers an upset user; an offer ("Happy to help!") before instructions to a
+    # calm one is not it. Full weight from P(upset) = 0.5.
+    score = (1.0 - max(opening_eng, empathic_eng)) * min(1.0, 2.0 * a.upset)
     return score, (a.spans[first][0], a.spans[nxt - 1][1]), evidence
 
 

@@ -23,16 +23,25 @@ def _f(value: Any) -> float:
     return float(value) if value is not None else 0.0
 
 
-def empathy_trend(rows: Rows) -> go.Figure:
+def _weekly(rows: Rows, column: str) -> list[Any]:
     series: dict[str, tuple[list[str], list[float]]] = {}
     for r in rows:
         xs, ys = series.setdefault(r["metric"], ([], []))
         xs.append(str(r["time"])[:10])
-        ys.append(_f(r["empathy"]))
-    traces = [go.Scatter(x=xs, y=ys, name=name, mode="lines+markers")
-              for name, (xs, ys) in series.items()]
-    return _fig("Empathy per bot and model (weekly mean)", traces,
+        ys.append(_f(r[column]))
+    return [go.Scatter(x=xs, y=ys, name=name, mode="lines+markers")
+            for name, (xs, ys) in series.items()]
+
+
+def empathy_trend(rows: Rows) -> go.Figure:
+    return _fig("Empathy per bot and model (weekly mean)", _weekly(rows, "empathy"),
                 yaxis={"range": [0, 1], "title": "empathy.score"}, xaxis={"type": "category"})
+
+
+def empathy_missed(rows: Rows) -> go.Figure:
+    return _fig("Upset users missed per bot (weekly share of replies flagged empathy.missed)",
+                _weekly(rows, "missed"), yaxis={"range": [0, 1], "tickformat": ".0%"},
+                xaxis={"type": "category"})
 
 
 def mechanisms(rows: Rows) -> go.Figure:
@@ -44,6 +53,9 @@ def mechanisms(rows: Rows) -> go.Figure:
     traces.append(go.Scatter(x=names, y=[_f(r["emotion_alignment"]) for r in rows],
                              name="emotion alignment (0..1)", mode="markers",
                              marker={"size": 12, "symbol": "diamond"}))
+    traces.append(go.Scatter(x=names, y=[_f(r.get("engagement")) for r in rows],
+                             name="engagement (0..1)", mode="markers",
+                             marker={"size": 12, "symbol": "circle"}))
     return _fig("EPITOME mechanisms (mean level 0-2) and emotion alignment", traces,
                 barmode="group")
 

@@ -68,6 +68,7 @@ def collect(engine: Engine, window: Window) -> dict[str, Any]:
         ("validation", q.VALIDATION_LATEST), ("agreement", q.AGREEMENT))}
     data["previous"] = _rows(engine, q.BOT_SUMMARY, window.previous())
     data["empathy_trend"] = _rows(engine, q.EMPATHY_WEEKLY, trend)
+    data["empathy_missed"] = _rows(engine, q.EMPATHY_MISSED_WEEKLY, trend)
     data["conversations"] = {
         r["conversation_id"]: _rows(engine, q.CONVERSATION, window,
                                     conversation=r["conversation_id"])
@@ -92,6 +93,8 @@ def _figures(data: dict[str, Any]) -> list[tuple[str, Any]]:
     candidates = [
         ("plot-empathy-trend", data["empathy_trend"], lambda: figs.empathy_trend(
             data["empathy_trend"])),
+        ("plot-empathy-missed", data["empathy_missed"],
+         lambda: figs.empathy_missed(data["empathy_missed"])),
         ("plot-mechanisms", data["mechanisms"], lambda: figs.mechanisms(data["mechanisms"])),
         ("plot-harms", data["summary"], lambda: figs.harms(data["summary"], data["previous"])),
         ("plot-gap", data["gap"], lambda: figs.empathy_gap(data["gap"])),
