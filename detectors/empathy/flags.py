@@ -85,12 +85,10 @@ def advice_before_ack(a: ReplyAnalysis) -> FlagParts | None:
 def formulaic_restatement(a: ReplyAnalysis) -> FlagParts | None:
     """A generic acknowledgement or apology ("I understand your frustration", "We apologize for
     any inconvenience") followed straight by procedure or boilerplate, with nothing about this
-    user's situation (the topic filled into an apology is not engagement: only sentences that
-    name or interpret the feeling count). The opening is the run of acknowledging sentences
-    starting at the first or
-    second sentence (after a greeting); a question that explores right after it is engagement,
-    not a formula. Score = (1 - the best engagement of the opening or of any empathic sentence of
-    the reply) x min(1, 2 P(the user is upset))."""
+    user's situation: no acknowledging sentence of the reply engages it. The opening is the run
+    of acknowledging sentences starting at the first or second sentence (after a greeting); a
+    question that explores right after it is engagement, not a formula. Score = (1 - the best
+    engagement of an acknowledging sentence) x min(1, 2 P(the user is upset))."""
     acks = [i for i in range(min(2, len(a.sentences))) if a.acknowledges[i]]
     if not acks:
         return None
@@ -100,8 +98,8 @@ def formulaic_restatement(a: ReplyAnalysis) -> FlagParts | None:
         nxt += 1
     if nxt >= len(a.sentences) or a.explores[nxt]:
         return None
-    opening_eng = float(np.where(a.empathic[:nxt], a.engagement[:nxt], 0.0).max())
-    empathic_eng = float(a.engagement[a.empathic].max()) if a.empathic.any() else 0.0
+    opening_eng = float(a.engagement[:nxt].max())
+    empathic_eng = float(a.engagement[a.acknowledges].max())
     pattern = (lexicon.first_hit(lexicon.RESTATEMENT, a.sentences[first])
                or lexicon.first_hit(lexicon.ACKNOWLEDGEMENT, a.sentences[first]))
     evidence = {
@@ -129,7 +127,7 @@ def missed(a: ReplyAnalysis) -> FlagParts | None:
     if not a.sentences:
         return None
     strength = a.sent_mech[:, :2].max(axis=1)
-    engaged = np.where(a.empathic, strength * a.engagement, 0.0)
+    engaged = np.where(a.acknowledges, strength * a.engagement, 0.0)
     presence = float(np.where(a.acknowledges, np.maximum(strength, 0.5), 0.0).max())
     explored = EXPLORE_CREDIT * float(a.explores.any())
     # warmth that carries a manipulation cue earns nothing

@@ -95,10 +95,12 @@ def test_an_engaged_feeling_is_a_strong_interpretation(detector) -> None:
     assert found["ip"].evidence["level"] == 2
 
 
-def test_the_topic_filled_into_a_script_is_not_engagement(detector) -> None:
+def test_an_apology_with_the_topic_filled_in_does_not_address_the_cause(detector) -> None:
+    # It names no feeling: the engagement needs the feeling and its cause.
     found = run(detector, "I'm sorry to hear that your recovery truck has not arrived. Please "
                           "remain with your vehicle.", CAR)
-    assert "cause_addressed" not in found and fires(found, "formulaic_restatement")
+    assert "cause_addressed" not in found
+    assert found["score"].score < run(detector, TAILORED[CAR], CAR)["score"].score
 
 
 def test_cause_span_and_reply_span(detector) -> None:
