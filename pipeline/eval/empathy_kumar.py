@@ -14,7 +14,9 @@ What is compared (Spearman, per dimension, under ``detail``):
 - lend_an_ear (means over supporter turns): ``validating_emotions`` vs er,
   ``encouraging_elaboration`` vs ex, ``demonstrating_understanding`` vs ip, ``advice_giving`` vs
   the share of advice sentences, ``self_oriented`` vs the share of self-disclosure sentences,
-  ``dismissing_emotions`` vs 1 - ``empathy.score``.
+  ``dismissing_emotions`` vs ``empathy.missed`` (the user was upset and the reply did not
+  engage; until issue 27 it was 1 - ``empathy.score``, which gave 0.24 on the dev half with
+  the current detector, against 0.55 for ``empathy.missed``).
 ``spearman_expert`` is the mean of the per-dimension values.
 
 ``kappa_er``, ``kappa_ip``, ``kappa_ex``: quadratic-weighted Cohen's kappa between the detector's
@@ -62,6 +64,12 @@ def _label(sub: str, invert: bool = False) -> Measure:
     )
 
 
+def _missed(f: dict[str, Finding]) -> float:
+    """empathy.missed's score (the user was upset and the reply did not engage; absent: 0)."""
+    found = f.get(f"{DETECTOR}.missed")
+    return found.score if found is not None else 0.0
+
+
 EPITOME_DIMS = {
     "level_emotional_reactions": _label("er"),
     "level_interpretations": _label("ip"),
@@ -74,7 +82,7 @@ LEND_DIMS = {
     "demonstrating_understanding": _label("ip"),
     "advice_giving": _tactic_share("advice"),
     "self_oriented": _tactic_share("self_disclosure"),
-    "dismissing_emotions": _label("score", invert=True),
+    "dismissing_emotions": _missed,
 }
 
 
