@@ -14,6 +14,7 @@ warmth used to manipulate is not empathy.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -30,6 +31,7 @@ from detectors.empathy.labels import TACTICS
 from detectors.empathy.model import MECHANISMS, EmpathyModel, alignment
 from detectors.features import EMBEDDING, PROMPT_EMBEDDING, SENTENCE_EMBEDDINGS, SENTENCES
 from detectors.manipulation.detector import pattern_hits
+from detectors.manipulation.patterns import PATTERNS
 
 # Level cut points per mechanism (score >= first -> level 1, >= second -> level 2). Model
 # parameters picked for macro-F1 on the EPITOME dev half (see docs/models/empathy.md).
@@ -63,6 +65,10 @@ EXPLORING_CUES = frozenset({"ex:feeling_q", "ex:invite"})
 _QUESTION_OK = frozenset({"questioning", "assistance"})
 _ADVICE = TACTICS.index("advice")
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'"})
+# One search that rules a reply out: most replies carry no warm manipulation cue, and running
+# every manipulation pattern on each was a third of this detector's time.
+_ANY_WARM = re.compile("|".join(f"(?:{p.regex.pattern})" for p in PATTERNS
+                                if p.cue in WARM_MANIPULATION), re.IGNORECASE)
 
 
 def level(mech: str, score: float) -> int:
@@ -85,6 +91,8 @@ def _tactics(sentences: list[str], probs: np.ndarray) -> tuple[list[str], np.nda
 
 def warm_manipulation(text: str, prompt_text: str) -> list[tuple[str, tuple[int, int], float]]:
     """(pattern id, span, score) of the warm manipulation cues in the reply."""
+    if not _ANY_WARM.search(text.translate(_QUOTES)):
+        return []
     hits = pattern_hits(text.translate(_QUOTES), prompt_text.translate(_QUOTES))
     return [(h.pattern, h.span, h.score) for h in hits
             if h.cue in WARM_MANIPULATION and h.score >= MANIPULATION_MIN]

@@ -59,12 +59,13 @@ class UserSide:
         the user now writes "Wow. Okay."."""
         answered = {t.turn for t in prompt}
         earlier = [t for t in history if t.role == "user" and t.turn not in answered]
-        spans, stems = [], []
+        spans: list[tuple[int, int, int]] = []
+        stems_: list[frozenset[str]] = []
         for turn in [*earlier[-EARLIER_TURNS:], *prompt]:
             for s, e in split_sentences(turn.text):
                 spans.append((turn.turn, s, e))
-                stems.append(frozenset(t for t, _, _ in terms(turn.text[s:e])) - FEELING_WORDS)
-        return cls(spans, stems)
+                stems_.append(stems(turn.text[s:e]) - FEELING_WORDS)
+        return cls(spans, stems_)
 
     @property
     def empty(self) -> bool:
@@ -86,7 +87,11 @@ class Engagement:
 
 
 def names_feeling(sentence: str) -> bool:
-    return any(t in FEELING_WORDS for t, _, _ in terms(sentence))
+    return not FEELING_WORDS.isdisjoint(stems(sentence))
+
+
+def stems(sentence: str) -> frozenset[str]:
+    return frozenset(t for t, _, _ in terms(sentence))
 
 
 def measure(sentences: Sequence[str], sent_emb: np.ndarray, prompt_emb: np.ndarray | None,
@@ -94,14 +99,16 @@ def measure(sentences: Sequence[str], sent_emb: np.ndarray, prompt_emb: np.ndarr
     """Engagement of each reply sentence with the user turn(s) in ``user``."""
     p = params or EngagementParams()
     n = len(sentences)
-    feeling = np.array([float(names_feeling(s)) for s in sentences], dtype=np.float32)
+    reply_stems = [stems(s) for s in sentences]
+    feeling = np.array([float(not FEELING_WORDS.isdisjoint(r)) for r in reply_stems],
+                       dtype=np.float32)
     if user.empty or prompt_emb is None or n == 0:
         zero = np.zeros(n, dtype=np.float32)
         return Engagement(zero, zero, zero, feeling, [0] * n, [None] * n)
     all_stems = frozenset().union(*user.stems)
     overlap, shared, cause = [], [], []
-    for s in sentences:
-        mine = frozenset(t for t, _, _ in terms(s)) - FEELING_WORDS
+    for r in reply_stems:
+        mine = r - FEELING_WORDS
         both = mine & all_stems
         overlap.append(weight(both))
         shared.append(len(both))

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 
 _WORD = re.compile(r"[a-z0-9£$€]+(?:['’][a-z]+)?", re.IGNORECASE)
 _SUFFIXES = ("ing", "ed", "es", "s")
 
 
+@lru_cache(maxsize=1 << 16)  # words recur across replies; a pure function of its argument
 def stem(word: str) -> str:
     """A light suffix stripper: lower case, possessive and one inflection off ("parties" and
     "party" both become "parti"). Crude on purpose: both sides go through the same one."""
