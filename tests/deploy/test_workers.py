@@ -1,0 +1,80 @@
+"""Two worker containers of the image, one consumer group on the test broker (tansu, on the
+host's loopback), storing into the host's PostgreSQL: every produced turn is stored once, also
+when one container is SIGKILLed mid-stream and started again."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.deploy.containers import ContainerWorker, Runtime
+from tests.kafka.helpers import (
+    CHATMON,
+    ROOT,
+    KafkaNames,
+    chatmon,
+    chatmon_env,
+    db_counts,
+    make_turns,
+    wait_until,
+    write_jsonl,
+)
+
+pytestmark = [pytest.mark.container, pytest.mark.kafka, pytest.mark.postgres]
+CONVERSATIONS = 80  # 320 turns, produced at 80/s: 4 s of traffic
+
+
+@pytest.fixture
+def container_workers(image: str, containers: Runtime,
+                      tmp_path: Path) -> Iterator[Callable[..., ContainerWorker]]:
+    started: list[ContainerWorker] = []
+
+    def start(env: dict[str, str], name: str) -> ContainerWorker:
+        w = ContainerWorker(containers, image, env, tmp_path, f"{name}-{len(started)}")
+        started.append(w)
+        return w.start()
+
+    yield start
+    for w in started:
+        w.stop()
+
+
+def _all_stored(url: str, n: int) -> bool:
+    c = db_counts(url)
+    return c["turns"] >= n and c["window_turns"] >= n // 2
+
+
+def test_two_worker_containers_one_sigkilled_mid_stream_lose_no_turn(
+        kafka_bootstrap: str, names: KafkaNames, postgres_url: str, tmp_path: Path,
+        container_workers: Callable[..., ContainerWorker]) -> None:
+    # Every default detector runs (the image's own models); the broker and the store are the
+    # host's, reached on loopback (--network host).
+    env = chatmon_env(kafka_bootstrap, names, postgres_url, detectors=())
+    env.pop("CHATMON_DETECTORS")
+    created = chatmon(["topics", "create"], env)
+    assert created.returncode == 0, created.stderr
+    a, b = container_workers(env, "a"), container_workers(env, "b")
+    path = write_jsonl(tmp_path / "t.jsonl", make_turns(CONVERSATIONS))
+    producer = subprocess.Popen([*CHATMON, "produce", str(path), "--rate", "80",
+                                 "--no-progress"], env=env, cwd=ROOT,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: a.stats().get("records", {}).get("stage1", 0) >= 20, 120,
+                   "worker a to be mid-stream")
+        a.kill()
+        assert producer.poll() is None, "the kill should happen while turns are still produced"
+        container_workers(env, "a-restarted")
+        assert producer.wait(120) == 0
+    finally:
+        if producer.poll() is None:
+            producer.kill()
+    n = 4 * CONVERSATIONS
+    wait_until(lambda: _all_stored(postgres_url, n), 300, "every turn stored")
+    counts = db_counts(postgres_url)
+    assert counts["turns"] == counts["distinct_turns"] == n
+    assert counts["window_turns"] == counts["windows"] == n // 2  # stage 2 saw every reply once
+    assert counts["dead_letters"] == 0
+    assert b.alive()
