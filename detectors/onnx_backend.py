@@ -68,6 +68,9 @@ def atomic_write(path: Path, write: Callable[[Path], object]) -> Path:
     os.close(fd)
     try:
         write(Path(tmp))
+        # mkstemp makes the file 0600: readable by other users too (an image's cache is written
+        # at build time by root and read by the unprivileged user that runs chatmon).
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
