@@ -58,9 +58,10 @@ def test_image_has_no_torch_runs_as_non_root_and_declares_a_healthcheck(
     out = containers(*containers.run_args(image, ["-c", probe], options=[
         "--rm", "--network", "none", "--entrypoint", "python"]))
     assert out.stdout.split() == ["True", "10001"]
-    config = containers.inspect(image)["Config"]
-    assert config["User"] == "10001"
-    assert config.get("Healthcheck", {}).get("Test", [])[-1] == "/opt/chatmon/healthcheck.py"
+    info = containers.inspect(image)
+    assert info["Config"]["User"] == "10001"
+    check = info.get("Healthcheck") or info["Config"].get("Healthcheck")  # podman / docker
+    assert check["Test"][-2:] == ["python", "/opt/chatmon/healthcheck.py"]
 
 
 def _post(port: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -102,11 +103,16 @@ def test_serve_in_a_container_stores_posted_turns_in_postgres_and_drains_on_sigt
     result = _post(port, rows)
     assert result.get("errors", []) == [], result
     assert db_counts(postgres_server_url)["turns"] == 40
-    stopped = containers("stop", "-t", "30", name, timeout=90)
-    assert stopped.returncode == 0
+    # SIGTERM (podman stop): uvicorn drains and chatmon exits well inside the grace period;
+    # uvicorn then re-raises the signal, so the status is 143 (128 + SIGTERM), not 137 (KILL).
+    t0 = time.monotonic()
+    containers("stop", "-t", "60", name, timeout=120)
+    stop_s = time.monotonic() - t0
     state = containers.inspect(name)["State"]
-    assert state["ExitCode"] == 0 and not state["OOMKilled"]
-    print(f"serve container: /health after {started_s:.1f} s")
+    logs = containers("logs", name)
+    assert state["ExitCode"] in (0, 143) and stop_s < 50, (state, logs.stderr[-3000:])
+    assert "Traceback" not in logs.stdout + logs.stderr
+    print(f"serve container: /health after {started_s:.1f} s, stopped in {stop_s:.1f} s")
 
 
 def _running(containers: Runtime, name: str) -> bool:

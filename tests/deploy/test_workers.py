@@ -52,7 +52,10 @@ def test_two_worker_containers_one_sigkilled_mid_stream_lose_no_turn(
         container_workers: Callable[..., ContainerWorker]) -> None:
     # Every default detector runs (the image's own models); the broker and the store are the
     # host's, reached on loopback (--network host).
-    env = chatmon_env(kafka_bootstrap, names, postgres_url, detectors=())
+    env = chatmon_env(kafka_bootstrap, names, postgres_url, detectors=(),
+                      # every detector, batches that stay well inside the session timeout on a
+                      # busy 2-core machine (tests/kafka's 4 s suits the repetition detector only)
+                      CHATMON_KAFKA_SESSION_TIMEOUT_S="10", CHATMON_BATCH_SIZE="16")
     env.pop("CHATMON_DETECTORS")
     created = chatmon(["topics", "create"], env)
     assert created.returncode == 0, created.stderr
