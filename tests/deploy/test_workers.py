@@ -13,6 +13,7 @@ import pytest
 from tests.deploy.containers import ContainerWorker, Runtime
 from tests.kafka.helpers import (
     CHATMON,
+    PARTITIONS,
     ROOT,
     KafkaNames,
     chatmon,
@@ -24,7 +25,8 @@ from tests.kafka.helpers import (
 )
 
 pytestmark = [pytest.mark.container, pytest.mark.kafka, pytest.mark.postgres]
-CONVERSATIONS = 80  # 320 turns, produced at 80/s: 4 s of traffic
+CONVERSATIONS = 80  # 320 turns, produced at 20/s: 16 s of traffic
+RATE = "20"
 
 
 @pytest.fixture
@@ -40,6 +42,16 @@ def container_workers(image: str, containers: Runtime,
     yield start
     for w in started:
         w.stop()
+
+
+def _partitions(worker: ContainerWorker, topic: str) -> set[str]:
+    parts = worker.stats().get("lag", {}).get("partitions", {})
+    return {p for p in parts if p.rsplit(":", 1)[0] == topic}
+
+
+def _balanced(a: ContainerWorker, b: ContainerWorker, topic: str) -> bool:
+    pa, pb = _partitions(a, topic), _partitions(b, topic)
+    return bool(pa) and bool(pb) and not pa & pb and len(pa | pb) == PARTITIONS
 
 
 def _all_stored(url: str, n: int) -> bool:
@@ -60,12 +72,13 @@ def test_two_worker_containers_one_sigkilled_mid_stream_lose_no_turn(
     created = chatmon(["topics", "create"], env)
     assert created.returncode == 0, created.stderr
     a, b = container_workers(env, "a"), container_workers(env, "b")
+    wait_until(lambda: _balanced(a, b, names.turns), 120, "both workers to hold partitions")
     path = write_jsonl(tmp_path / "t.jsonl", make_turns(CONVERSATIONS))
-    producer = subprocess.Popen([*CHATMON, "produce", str(path), "--rate", "80",
+    producer = subprocess.Popen([*CHATMON, "produce", str(path), "--rate", RATE,
                                  "--no-progress"], env=env, cwd=ROOT,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        wait_until(lambda: a.stats().get("records", {}).get("stage1", 0) >= 20, 120,
+        wait_until(lambda: a.stats().get("records", {}).get("stage1", 0) >= 10, 120,
                    "worker a to be mid-stream")
         a.kill()
         assert producer.poll() is None, "the kill should happen while turns are still produced"
