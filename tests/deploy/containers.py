@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,6 +44,12 @@ class Runtime:
     def inspect(self, name: str) -> dict[str, Any]:
         return json.loads(self("inspect", name).stdout)[0]
 
+    def memory_bytes(self, name: str) -> float:
+        """A running container's memory use (its cgroup's, as ``stats`` reports it)."""
+        row = json.loads(self("stats", "--no-stream", "--format", "json", name).stdout)
+        row = row[0] if isinstance(row, list) else row
+        return parse_bytes((row.get("mem_usage") or row["MemUsage"]).split("/")[0])
+
     def remove_started(self) -> None:
         for name in self.started:
             self("rm", "-f", "-t", "0", name, check=False, timeout=60)
@@ -57,6 +65,7 @@ class ContainerWorker(Worker):
         super().__init__(env, log_dir, name)
         self.runtime, self.image = runtime, image
         self.container = f"chatmon-worker-{name}-{uuid.uuid4().hex[:6]}"
+        self.ready_s = 0.0  # container start to /ready answering
 
     def start(self, wait: bool = True) -> ContainerWorker:
         env = {k: v for k, v in self.env.items() if k.startswith("CHATMON_")}
@@ -65,12 +74,17 @@ class ContainerWorker(Worker):
                          "--web-port", str(self.port)],
             env, ["--rm", "--network", "host", "--read-only", "--tmpfs", "/tmp"],
             self.container)
+        t0 = time.monotonic()
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen([self.runtime.name, *args], stdout=log,
                                          stderr=subprocess.STDOUT)
         if wait:
             self.ready()
+            self.ready_s = time.monotonic() - t0
         return self
+
+    def memory_bytes(self) -> float:
+        return self.runtime.memory_bytes(self.container)
 
     def kill(self) -> None:
         """SIGKILL to chatmon inside the container (no drain, no commit), as an OOM kill."""
@@ -83,3 +97,21 @@ class ContainerWorker(Worker):
             self.runtime("stop", "-t", "30", self.container, check=False, timeout=90)
             assert self.proc is not None
             self.proc.wait(60)
+
+
+def parse_bytes(text: str) -> float:
+    """'1.995MB' or '812.3MiB' (podman's and docker's stats) as bytes."""
+    m = re.fullmatch(r"\s*([\d.]+)\s*([kKMGT]?i?B)\s*", text)
+    assert m, text
+    unit = m.group(2)
+    power = " KMGT".index(unit[0].upper()) if unit[0] != "B" else 0
+    return float(m.group(1)) * (1024 if "i" in unit else 1000) ** power
+
+
+def quantity_bytes(q: str) -> float:
+    """A Kubernetes memory quantity ('2Gi', '512Mi', '4G') as bytes."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGT]i?)?", q)
+    assert m, q
+    unit = m.group(2) or ""
+    power = " KMGT".index(unit[0]) if unit else 0
+    return float(m.group(1)) * (1024 if unit.endswith("i") else 1000) ** power

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from tests.deploy.containers import ROOT, Runtime
+from tests.deploy.containers import ROOT, Runtime, quantity_bytes
 from tests.kafka.helpers import db_counts, free_port, wait_until
 
 pytestmark = pytest.mark.container
@@ -103,6 +104,9 @@ def test_serve_in_a_container_stores_posted_turns_in_postgres_and_drains_on_sigt
     result = _post(port, rows)
     assert result.get("errors", []) == [], result
     assert db_counts(postgres_server_url)["turns"] == 40
+    # Every default detector loaded and scoring: within the Kubernetes worker's memory request.
+    used = containers.memory_bytes(name)
+    assert used < quantity_bytes(_worker_container()["resources"]["requests"]["memory"])
     # SIGTERM (podman stop): uvicorn drains and chatmon exits well inside the grace period;
     # uvicorn then re-raises the signal, so the status is 143 (128 + SIGTERM), not 137 (KILL).
     t0 = time.monotonic()
@@ -112,7 +116,14 @@ def test_serve_in_a_container_stores_posted_turns_in_postgres_and_drains_on_sigt
     logs = containers("logs", name)
     assert state["ExitCode"] in (0, 143) and stop_s < 50, (state, logs.stderr[-3000:])
     assert "Traceback" not in logs.stdout + logs.stderr
-    print(f"serve container: /health after {started_s:.1f} s, stopped in {stop_s:.1f} s")
+    print(f"serve container: /health after {started_s:.1f} s, {used / 2**20:.0f} MiB after "
+          f"scoring, stopped in {stop_s:.1f} s")
+
+
+def _worker_container() -> dict[str, Any]:
+    doc = yaml.safe_load((ROOT / "deploy" / "k8s" / "worker-deployment.yaml").read_text())
+    (c,) = doc["spec"]["template"]["spec"]["containers"]
+    return c
 
 
 def _running(containers: Runtime, name: str) -> bool:
