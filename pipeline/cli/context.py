@@ -36,6 +36,16 @@ def parse_when(value: str | None) -> datetime | None:
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
+def safe_url(url: str) -> str:
+    """An endpoint's URL without credentials or query string, for the runs table."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
 def topic_options(fn):  # type: ignore[no-untyped-def]
     fn = click.option("--dlq-topic", default=None,
                       help="Dead-letter topic (default turns.dlq).")(fn)

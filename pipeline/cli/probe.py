@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from pipeline.cli.context import Ctx, pass_ctx
+from pipeline.cli.context import Ctx, pass_ctx, safe_url
 
 DEFAULT_KEY_ENV = "CHATMON_PROBE_API_KEY"
 
@@ -129,13 +129,7 @@ def _probe(obj: Ctx, suite: Any, url: str, model: str, database_url: str | None,
 
 
 def _safe_url(url: str) -> str:
-    """The endpoint without credentials or query string, for the runs table."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return "probe " + urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return "probe " + safe_url(url)
 
 
 def _listing(suite: Any, as_json: bool) -> str:
