@@ -127,12 +127,12 @@ class Judge:
         sent = [prompt.messages(r, c.answers, c.text) for c, r in todo]
         keys = [js.cache_key(r, self.model, s) for (c, r), s in zip(todo, sent, strict=True)]
         hits = await asyncio.to_thread(js.cached, self.engine, keys)
-        asks = []
+        asks: dict[str, list[tuple[Candidate, Rubric, list[Message]]]] = {}
         for (c, r), s, key in zip(todo, sent, keys, strict=True):
             if key in hits:
                 await asyncio.to_thread(self._store, c, r, hits[key], None)
-            else:
-                asks.append((c, r, s, key))
+            else:  # the same messages twice in one batch are asked once
+                asks.setdefault(key, []).append((c, r, s))
         if not asks:
             return
         gate = asyncio.Semaphore(max(1, self.options.concurrency))
@@ -140,29 +140,34 @@ class Judge:
         async with ChatClient(self.endpoint, self.api_key, self.options.retry,
                               rate / 60.0 if rate else None, self.options.concurrency,
                               user_agent="chatmon-judge") as client:
-            await asyncio.gather(*(self._one(client, gate, *a) for a in asks))
+            await asyncio.gather(*(self._one(client, gate, key, group)
+                                   for key, group in asks.items()))
             self.report.requests += client.stats.requests
             self.report.retries += client.stats.retries
 
-    async def _one(self, client: ChatClient, gate: asyncio.Semaphore, c: Candidate, r: Rubric,
-                   sent: list[Message], key: str) -> None:
+    async def _one(self, client: ChatClient, gate: asyncio.Semaphore, key: str,
+                   group: list[tuple[Candidate, Rubric, list[Message]]]) -> None:
+        """Ask for one set of messages; store the verdict for every reply that sent them."""
+        _, r, sent = group[0]
         async with gate:
             if self.report.stopped:
-                self.report.not_judged += 1
+                self.report.not_judged += len(group)
                 return
             try:
                 verdict, tokens = await self._ask(client, r, sent)
             except _Stop as exc:
                 self.report.stopped = self.report.stopped or str(exc)
-                self.report.not_judged += 1
+                self.report.not_judged += len(group)
                 return
             except _Failed as exc:
-                self.report.failed[r.label] += 1
-                row = js.dead_letter_row(c, r, self.model, str(exc), self.run_id)
-                await asyncio.to_thread(self.sink.write, (), (), [row])
+                self.report.failed[r.label] += len(group)
+                rows = [js.dead_letter_row(c, r, self.model, str(exc), self.run_id)
+                        for c, _, _ in group]
+                await asyncio.to_thread(self.sink.write, (), (), rows)
                 return
-            await asyncio.to_thread(self._store, c, r, verdict,
-                                    js.cache_row(key, r, self.model, verdict, tokens))
+        cache = js.cache_row(key, r, self.model, verdict, tokens)
+        for i, (c, _, _) in enumerate(group):
+            await asyncio.to_thread(self._store, c, r, verdict, cache if i == 0 else None)
 
     async def _ask(self, client: ChatClient, r: Rubric, sent: list[Message]
                    ) -> tuple[Verdict, int]:
