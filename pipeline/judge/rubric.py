@@ -35,7 +35,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from pipeline.errors import ConfigError
 
@@ -122,18 +130,28 @@ class Rubric(BaseModel):
                              "'empathy.er'")
         return value
 
-    @model_validator(mode="after")
-    def _levels_cover_the_scale(self) -> Rubric:
-        values = [lv.value for lv in self.levels]
-        want = list(self.scale.levels)
-        if sorted(values) != want:
-            raise ValueError(f"levels must define each value from {self.scale.min} to "
-                             f"{self.scale.max} exactly once (got {sorted(values)})")
-        for i, ex in enumerate(self.examples):
-            if ex.score not in self.scale.levels:
+    # Field validators (not one for the model) so that each problem is reported with the
+    # others: pydantic skips a model validator once a field failed.
+    @field_validator("levels")
+    @classmethod
+    def _levels_cover_the_scale(cls, levels: list[Level], info: ValidationInfo) -> list[Level]:
+        scale = info.data.get("scale")
+        values = sorted(lv.value for lv in levels)
+        if scale is not None and values != list(scale.levels):
+            raise ValueError(f"levels must define each value from {scale.min} to {scale.max} "
+                             f"exactly once (got {values})")
+        return levels
+
+    @field_validator("examples")
+    @classmethod
+    def _examples_on_the_scale(cls, examples: list[Example],
+                               info: ValidationInfo) -> list[Example]:
+        scale = info.data.get("scale")
+        for i, ex in enumerate(examples):
+            if scale is not None and ex.score not in scale.levels:
                 raise ValueError(f"examples[{i}].score {ex.score} is outside the scale "
-                                 f"{self.scale.min}-{self.scale.max}")
-        return self
+                                 f"{scale.min}-{scale.max}")
+        return examples
 
     @property
     def label(self) -> str:
