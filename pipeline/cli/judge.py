@@ -74,6 +74,9 @@ def _endpoint_options(fn):  # type: ignore[no-untyped-def]
 @click.option("--poll", type=click.FloatRange(0.05), default=5.0, show_default=True,
               help="--follow/--kafka: seconds between looks for new turns, and the first wait "
               "after the endpoint failed (it doubles, up to 12 polls).")
+@click.option("--settle", type=click.FloatRange(0), default=10.0, show_default=True,
+              help="--follow: only turns stored at least this many seconds ago (a batch "
+              "another process is still writing is not passed over).")
 @_endpoint_options
 @click.option("--metrics-port", type=int, default=None,
               help="Serve Prometheus metrics on this port while judging.")
@@ -156,7 +159,7 @@ def _run(obj: Ctx, o: dict[str, Any]) -> Any:
             signal.signal(sig, lambda *_: stop.set())
         with alerting_session(settings, judge.metrics):
             if mode == "follow":
-                report = follow(judge, stop, o["poll"], since)
+                report = follow(judge, stop, o["poll"], since, o["settle"])
             else:
                 kopts = KafkaOptions(settings.kafka_bootstrap,
                                      o["topic"] or settings.kafka_phrases_topic, o["group"],
