@@ -22,6 +22,7 @@ import re
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -44,7 +45,9 @@ class ScriptedJudge:
     binds a given port (a test that starts the judge where a dead endpoint was)."""
 
     def __init__(self, port: int = 0, require_key: str | None = None, slow_s: float = 0.5,
-                 tokens: int = 100, retry_after: str = "0") -> None:
+                 tokens: int = 100, retry_after: str = "0",
+                 script: Callable[[str, str], int] | None = None) -> None:
+        self.script = script  # (system prompt, reply) -> rating, instead of the hash
         self.require_key = require_key
         self.slow_s = slow_s
         self.tokens = tokens
@@ -95,7 +98,7 @@ class ScriptedJudge:
             return 429, {"Retry-After": self.retry_after}, {"error": {"message": "slow down"}}
         if "[slow]" in reply:
             time.sleep(self.slow_s)
-        rating = scripted_rating(reply, lo, hi)
+        rating = self.script(system, reply) if self.script else scripted_rating(reply, lo, hi)
         content = json.dumps({"reasoning": f"Scripted: rated {rating}.", "score": rating})
         if "[broken]" in reply or ("[broken-once]" in reply and seen == 1):
             content = f"I would rate this reply a {rating} because it is fine."
