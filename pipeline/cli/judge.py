@@ -95,7 +95,7 @@ def judge_group(ctx: click.Context, **o: Any) -> None:
         raise click.UsageError("--endpoint and --model are required (or: chatmon judge check)")
     if o["follow"] and o["kafka"]:
         raise click.UsageError("--follow and --kafka are two ways of running: pick one")
-    report = _run(ctx.find_object(Ctx), o)
+    report = _run(ctx.ensure_object(Ctx), o)
     out = report.as_dict()
     click.echo(json.dumps(out, indent=2) if o["as_json"] else _render(out))
     if report.stopped or report.failed:

@@ -115,7 +115,7 @@ def evaluate_kumar_judge(path: Path, settings: Settings, endpoint: Endpoint,
         on_items = dict(zip([r["sp_id"] for r in rows], levels, strict=True))
         g = [(e, round(gemini[i][dim])) for i, e in zip(items, expert, strict=True)
              if dim in gemini.get(i, {})]
-        row = {"dimension": short, "n": len(items), "judged": len(judged),
+        row: dict[str, Any] = {"dimension": short, "n": len(items), "judged": len(judged),
                "judge": kappa([e for e, _ in judged], [j for _, j in judged], "quadratic"),
                "classifier": kappa(expert, [on_items[i] for i in items], "quadratic"),
                "gemini_on_these_items": kappa([e for e, _ in g], [x for _, x in g],

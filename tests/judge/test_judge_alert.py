@@ -10,7 +10,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from prometheus_client import CollectorRegistry
 
 from pipeline.alerts import promql
