@@ -12,24 +12,14 @@ from typing import Any
 
 import click
 
-from pipeline.cli.context import Ctx, parse_when, safe_url
+from pipeline.cli.context import Ctx, client_options, parse_when, safe_url
 
 DEFAULT_KEY_ENV = "CHATMON_JUDGE_API_KEY"
 
 
 def _endpoint_options(fn):  # type: ignore[no-untyped-def]
     for opt in reversed([
-        click.option("--api-key-env", default=DEFAULT_KEY_ENV, show_default=True,
-                     help="Environment variable holding the API key (never logged or stored)."),
-        click.option("--auth-header", default="Authorization", show_default=True,
-                     help="Header for the key: 'Bearer KEY' in Authorization, the bare key in "
-                     "any other."),
-        click.option("--timeout", type=click.FloatRange(0.1), default=60.0, show_default=True,
-                     help="Seconds to wait for one answer."),
-        click.option("--retries", type=click.IntRange(0, 20), default=3, show_default=True,
-                     help="Retries per request on 429, 5xx, timeouts and connection errors."),
-        click.option("--backoff", type=click.FloatRange(0.0), default=1.0, show_default=True,
-                     help="First retry wait in seconds; doubles per retry (Retry-After wins)."),
+        *client_options(DEFAULT_KEY_ENV),
         click.option("--rpm", type=click.FloatRange(0.0, min_open=True), default=None,
                      help="Budget: at most this many requests per minute (default: no limit)."),
         click.option("--tokens-per-day", type=click.IntRange(1), default=None,

@@ -23,10 +23,9 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.probe.scripted_bot import _Server
+from tests.probe.scripted_bot import _handler, _Server
 
 _SCALE = re.compile(r"integer (\d+) to (\d+)")
 _REPLY = re.compile(r"<reply>\n(.*)\n</reply>", re.S)
@@ -55,8 +54,9 @@ class ScriptedJudge:
         self.requests: list[dict[str, Any]] = []
         self.times: list[float] = []
         self.seen: Counter[str] = Counter()
+        self.in_flight = self.max_in_flight = 0  # the scripted bot's handler counts them
         self.lock = threading.Lock()
-        self.server = _Server(("127.0.0.1", port), _handler(self))
+        self.server = _Server(("127.0.0.1", port), _handler(self))  # type: ignore[arg-type]  # same interface
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,),
                                        daemon=True)
 
@@ -106,25 +106,3 @@ class ScriptedJudge:
                          "choices": [{"index": 0, "finish_reason": "stop",
                                       "message": {"role": "assistant", "content": content}}],
                          "usage": {"total_tokens": self.tokens}}
-
-
-def _handler(judge: ScriptedJudge) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-            length = int(self.headers.get("Content-Length", "0"))
-            body = json.loads(self.rfile.read(length) or b"{}")
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            status, extra, payload = judge.answer(self.path, headers, body)
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for k, v in extra.items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    return Handler
