@@ -21,7 +21,7 @@ from tests.browser import CHROMIUM, Chromium, shot_path
 from tests.dashboards.seed import seed_store
 
 ROOT = Path(__file__).resolve().parents[1]
-N_PLOTS = 7
+N_PLOTS = 8  # with the judge-agreement figure (the seed has judge findings)
 
 
 @pytest.fixture(scope="module")

@@ -91,3 +91,19 @@ def empathy_gap(rows: Rows) -> go.Figure:
                    marker={"color": ["#c0392b" if g < 0 else "#27ae60" for g in gaps]})
     return _fig("Empathy gap: replies to users who mention a group, minus the bot's mean",
                 [trace], margin={"l": 300, "t": 50})
+
+
+def judge_agreement(rows: Rows) -> go.Figure:
+    """chatmon judge against the classifiers: Cohen's kappa on flags per week, one line per
+    judge label and model (rows of dashboards.queries.JUDGE_AGREEMENT_WEEKLY)."""
+    series: dict[str, tuple[list[str], list[float | None], list[str]]] = {}
+    for r in rows:
+        xs, ys, notes = series.setdefault(r["metric"], ([], [], []))
+        xs.append(str(r["time"])[:10])
+        ys.append(None if r["kappa"] is None else float(r["kappa"]))
+        notes.append(f"n={int(r['n'])}, agreement {_f(r['agreement']):.0%}")
+    traces = [go.Scatter(x=xs, y=ys, name=name, mode="lines+markers", text=notes,
+                         hovertemplate="%{x}: kappa %{y:.2f} (%{text})")
+              for name, (xs, ys, notes) in series.items()]
+    return _fig("Classifier vs LLM judge: agreement per week (Cohen's kappa on flags)", traces,
+                yaxis={"range": [-0.2, 1], "title": "kappa"}, xaxis={"type": "category"})

@@ -68,6 +68,7 @@ def collect(engine: Engine, window: Window) -> dict[str, Any]:
         ("validation", q.VALIDATION_LATEST), ("agreement", q.AGREEMENT))}
     data["previous"] = _rows(engine, q.BOT_SUMMARY, window.previous())
     data["empathy_trend"] = _rows(engine, q.EMPATHY_WEEKLY, trend)
+    data["judge_agreement"] = _rows(engine, q.JUDGE_AGREEMENT_WEEKLY, trend)
     data["conversations"] = {
         r["conversation_id"]: _rows(engine, q.CONVERSATION, window,
                                     conversation=r["conversation_id"])
@@ -99,6 +100,8 @@ def _figures(data: dict[str, Any]) -> list[tuple[str, Any]]:
         ("plot-near-duplicates", data["near_duplicates"],
          lambda: figs.near_duplicates(data["near_duplicates"])),
         ("plot-templates", data["templates"], lambda: figs.templates(data["templates"])),
+        ("plot-judge-agreement", data["judge_agreement"],
+         lambda: figs.judge_agreement(data["judge_agreement"])),
     ]
     return [(div, make()) for div, rows, make in candidates if rows]
 
