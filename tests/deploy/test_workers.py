@@ -10,7 +10,6 @@ defect reported with issue 30, not something this image test can settle."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,21 +18,23 @@ import yaml
 
 from tests.deploy.containers import ContainerWorker, Runtime, quantity_bytes
 from tests.kafka.helpers import (
-    CHATMON,
-    PARTITIONS,
     ROOT,
     KafkaNames,
+    all_stored,
+    balanced,
     chatmon,
     chatmon_env,
     db_counts,
+    kill_mid_stream,
     make_turns,
+    turn_partitions,
     wait_until,
     write_jsonl,
 )
 
 pytestmark = [pytest.mark.container, pytest.mark.kafka, pytest.mark.postgres]
 CONVERSATIONS = 80  # 320 turns, produced at 20/s: 16 s of traffic
-RATE = "20"
+RATE = 20
 
 
 @pytest.fixture
@@ -51,21 +52,6 @@ def container_workers(image: str, containers: Runtime,
         w.stop()
 
 
-def _partitions(worker: ContainerWorker, topic: str) -> set[str]:
-    parts = worker.stats().get("lag", {}).get("partitions", {})
-    return {p for p in parts if p.rsplit(":", 1)[0] == topic}
-
-
-def _balanced(a: ContainerWorker, b: ContainerWorker, topic: str) -> bool:
-    pa, pb = _partitions(a, topic), _partitions(b, topic)
-    return bool(pa) and bool(pb) and not pa & pb and len(pa | pb) == PARTITIONS
-
-
-def _all_stored(url: str, n: int) -> bool:
-    c = db_counts(url)
-    return c["turns"] >= n and c["window_turns"] >= n // 2
-
-
 def test_two_worker_containers_one_sigkilled_mid_stream_lose_no_turn(
         kafka_bootstrap: str, names: KafkaNames, postgres_url: str, tmp_path: Path,
         container_workers: Callable[..., ContainerWorker]) -> None:
@@ -74,27 +60,15 @@ def test_two_worker_containers_one_sigkilled_mid_stream_lose_no_turn(
     created = chatmon(["topics", "create"], env)
     assert created.returncode == 0, created.stderr
     a, b = container_workers(env, "a"), container_workers(env, "b")
-    wait_until(lambda: _balanced(a, b, names.turns), 120, "both workers to hold partitions")
+    wait_until(lambda: balanced(a, b, names.turns), 120, "both workers to hold partitions")
     path = write_jsonl(tmp_path / "t.jsonl", make_turns(CONVERSATIONS))
-    producer = subprocess.Popen([*CHATMON, "produce", str(path), "--rate", RATE,
-                                 "--no-progress"], env=env, cwd=ROOT,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        wait_until(lambda: a.stats().get("records", {}).get("stage1", 0) >= 10, 120,
-                   "worker a to be mid-stream")
-        a.kill()
-        assert producer.poll() is None, "the kill should happen while turns are still produced"
-        container_workers(env, "a-restarted")
-        assert producer.wait(120) == 0
-    finally:
-        if producer.poll() is None:
-            producer.kill()
+    kill_mid_stream(env, path, RATE, a, 10, lambda: container_workers(env, "a-restarted"))
     n = 4 * CONVERSATIONS
     try:
-        wait_until(lambda: _all_stored(postgres_url, n), 300, "every turn stored")
+        wait_until(lambda: all_stored(postgres_url, n), 300, "every turn stored")
     except AssertionError as exc:
         raise AssertionError(f"{exc}: stored {db_counts(postgres_url)}, survivor's partitions "
-                             f"{sorted(_partitions(b, names.turns))}, its /health "
+                             f"{sorted(turn_partitions(b, names.turns))}, its /health "
                              f"{b.stats()}") from None
     counts = db_counts(postgres_url)
     assert counts["turns"] == counts["distinct_turns"] == n
