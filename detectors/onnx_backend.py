@@ -7,7 +7,7 @@ Two users:
   with ``OnnxSequenceClassifier``.
 
 Export happens once per model and is cached as files under ``cache_dir`` (default
-``~/.cache/chatmon/onnx``, ``$XDG_CACHE_HOME/chatmon/onnx`` where that is set), keyed by a hash
+``~/.cache/chatmon/onnx``, under whatever ``HOME`` names), keyed by a hash
 of the model's config and weight files, so nothing is downloaded and a second worker reuses the
 first one's files. Files are written to a temporary
 name and renamed, so concurrent workers never read a half-written model.
@@ -42,11 +42,10 @@ EXPORT_VERSION = "1"  # bump when the export recipe changes: old cache entries a
 
 
 def default_cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/chatmon/onnx``, by default ``~/.cache/chatmon/onnx`` (the XDG base
-    directory convention). An image bakes its exports into a read-only ``XDG_CACHE_HOME``; a
-    child process (the PII analyser's) inherits the variable, so it finds the same files."""
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(root) / "chatmon" / "onnx"
+    """``~/.cache/chatmon/onnx``: it follows ``HOME``, which an image points at a read-only
+    folder holding its build-time exports (deploy/Dockerfile); a child process (the PII
+    analyser's) inherits ``HOME``, so it finds the same files."""
+    return Path.home() / ".cache" / "chatmon" / "onnx"
 
 
 def model_key(model_dir: str | Path, kind: str) -> str:

@@ -149,7 +149,8 @@ def test_hpa_targets_the_workers_and_never_exceeds_the_partitions() -> None:
 
 def test_dockerfile_warms_the_models_and_runs_as_non_root() -> None:
     text = (DEPLOY / "Dockerfile").read_text()
-    assert "RUN chatmon models warm" in text
+    assert "RUN HOME=/opt/chatmon/home chatmon models warm" in text
+    assert "HOME=/opt/chatmon/home" in text.split("AS runtime")[1]  # where the exports are
     users = re.findall(r"^USER\s+(\S+)", text, re.M)
     assert users and users[-1] not in ("root", "0")
     assert f"EXPOSE {WORKER_PORT}" in text

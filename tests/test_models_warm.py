@@ -1,5 +1,5 @@
 """`chatmon models warm`: the enabled detectors loaded and run once, their ONNX exports written
-to the cache under XDG_CACHE_HOME (what an image build bakes in), and a second warm reuses them."""
+to the cache under HOME (what an image build bakes in), and a second warm reuses them."""
 
 from __future__ import annotations
 
@@ -24,12 +24,12 @@ def _warm(env: dict[str, str]) -> dict:  # type: ignore[type-arg]
     return json.loads(out.stdout)
 
 
-def test_warm_exports_what_the_enabled_detectors_load_into_xdg_cache_home(
+def test_warm_exports_what_the_enabled_detectors_load_into_the_home_cache(
         tmp_path: Path) -> None:
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    env = {**os.environ, "HOME": str(tmp_path / "home"),
            "CHATMON_DETECTORS": json.dumps(["toxicity", "style"])}
     first = _warm(env)
-    cache = tmp_path / "cache" / "chatmon" / "onnx"
+    cache = tmp_path / "home" / ".cache" / "chatmon" / "onnx"
     assert first["onnx_cache_dir"] == str(cache)
     assert set(first["detectors"]) == {"toxicity", "style"}
     assert first["examples_scored"] > 0

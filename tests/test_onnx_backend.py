@@ -12,7 +12,6 @@ from detectors.base import DetectorError
 from detectors.onnx_backend import (
     OnnxSequenceClassifier,
     atomic_write,
-    default_cache_dir,
     model_key,
     sorted_batches,
 )
@@ -124,9 +123,3 @@ def test_cache_files_are_readable_by_other_users(tmp_path: Path) -> None:
     out = atomic_write(tmp_path / "m.onnx", lambda tmp: tmp.write_bytes(b"x"))
     assert out.stat().st_mode & 0o777 == 0o644
 
-
-def test_cache_dir_follows_xdg_cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert default_cache_dir() == tmp_path / "chatmon" / "onnx"
-    monkeypatch.delenv("XDG_CACHE_HOME")
-    assert default_cache_dir() == Path.home() / ".cache" / "chatmon" / "onnx"

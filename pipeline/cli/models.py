@@ -49,8 +49,8 @@ def models_list(obj: Ctx, as_json: bool) -> None:
 def models_warm(obj: Ctx, as_json: bool) -> None:
     """Load every enabled detector as run, serve and worker do, and score each one's examples
     once: the int8 ONNX exports are written to the export cache now, not on the first turn.
-    Image builds run it (deploy/Dockerfile); the cache is ~/.cache/chatmon/onnx, or
-    $XDG_CACHE_HOME/chatmon/onnx where XDG_CACHE_HOME is set."""
+    Image builds run it (deploy/Dockerfile); the cache is ~/.cache/chatmon/onnx (HOME moves
+    it)."""
     from pipeline.scoring.warm import warm
 
     out = warm(obj.settings())
