@@ -25,6 +25,7 @@ from pipeline.cli import (
     policy,
     probe,
     produce,
+    purge,
     report,
     review,
     run,
@@ -77,6 +78,7 @@ for command in (
     policy.policy_group,
     probe.probe_cmd,
     compare.compare_cmd,
+    purge.purge_cmd,
 ):
     cli.add_command(command)
 

@@ -54,6 +54,7 @@ class RunSummary:
             "turns_read": r.records,
             "turns_stored": r.turns_stored,
             "duplicates_skipped": r.duplicates_skipped,
+            "dropped": dict(sorted(r.dropped.items())),
             "assistant_turns_scored": r.assistant_turns_scored,
             "findings": dict(sorted(by_detector.items())),
             "findings_by_label": {lab: n for (_, lab), n in sorted(r.findings.items())},

@@ -1,0 +1,301 @@
+"""Purges of the store: expired rows (retention) and deletion on request (conversations, a
+tenant, a bot). ``chatmon purge``, ``DELETE /v1/conversations/{id}`` and the scheduled expiry
+of ``serve`` and ``worker`` all run :class:`Purger`.
+
+Turns go in batches of ``batch_size``, each batch one transaction that deletes its reviews,
+findings and turns (children first, so every table's count is exact), after adding expired
+rows to ``weekly_counts`` (``rollup.py``). A batch is found through an index: turns by
+(tenant, ts) for expiry and tenants, (bot_id, ts) for bots, (conversation_id, turn) for
+conversations. On PostgreSQL the batch's turns are locked ``FOR UPDATE SKIP LOCKED``, so
+several workers' scheduled expiries share the work instead of counting rows twice.
+
+A request purge first records the deletion (``pipeline/store/deletions.py``) and then deletes,
+so an event arriving meanwhile is either deleted with the rest or refused by the sink.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, Engine, delete, func, or_, select, update
+from sqlalchemy.exc import SQLAlchemyError
+
+from pipeline.lifecycle import rollup
+from pipeline.lifecycle.audit import Audit
+from pipeline.lifecycle.retention import Retention
+from pipeline.store import deletions
+from pipeline.store.deletions import BOT, CONVERSATION, TENANT, conversation_key, write_txn
+from pipeline.store.models import DeadLetterRow, FindingRow, ReviewRow, TurnRow, WeeklyCountRow
+from pipeline.store.sink import store_error
+
+EXPIRED = "expired"
+BATCH_SIZE = 5000
+_IN_CHUNK = 500  # ids per IN list of a request
+NEAR_DUPLICATE = "repetition.near_duplicate"
+# Rows counted per table; "findings.evidence": other conversations' near-duplicate findings
+# whose evidence named a deleted conversation (the name is removed, the finding stays).
+EVIDENCE = "findings.evidence"
+OnRows = Callable[[str, str, int], None]  # (table, scope, rows): the purged-rows metric
+
+
+@dataclass(frozen=True)
+class Request:
+    scope: str  # expired | conversation | tenant | bot
+    conversations: tuple[str, ...] = ()
+    tenant: str | None = None
+    bot: str | None = None
+    retention: Retention = field(default_factory=Retention)
+
+    def audit(self) -> dict[str, Any]:
+        """What was asked, as the audit log keeps it: never a conversation id."""
+        if self.scope == CONVERSATION:
+            return {"conversations": sorted({conversation_key(c) for c in self.conversations})}
+        if self.scope == TENANT:
+            return {"tenant": self.tenant}
+        if self.scope == BOT:
+            return {"bot": self.bot}
+        return self.retention.describe()
+
+
+@dataclass
+class PurgeResult:
+    request: Request
+    rows: Counter[str]
+    dry_run: bool
+    purge_id: str | None = None
+    cutoffs: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"purge_id": self.purge_id, "scope": self.request.scope,
+                "request": self.request.audit(), "dry_run": self.dry_run,
+                "rows": dict(sorted(self.rows.items())), "cutoffs": self.cutoffs}
+
+
+class Purger:
+    def __init__(self, engine: Engine, command: str, batch_size: int = BATCH_SIZE,
+                 on_rows: OnRows | None = None, audit_always: bool = True) -> None:
+        self.engine = engine
+        self.command = command
+        self.batch_size = batch_size
+        self.on_rows = on_rows
+        self.audit_always = audit_always
+        self.postgres = engine.dialect.name == "postgresql"
+
+    def run(self, request: Request, dry_run: bool = False,
+            now: datetime | None = None) -> PurgeResult:
+        now = now or datetime.now(UTC)
+        result = PurgeResult(request, Counter(), dry_run)
+        if request.scope == EXPIRED:
+            result.cutoffs = self._cutoffs(request.retention, now)
+        if dry_run:
+            result.rows = self._count(request, result.cutoffs)
+            return result
+        audit = Audit(self.engine, self.command, request.scope, request.audit(),
+                      always=self.audit_always)
+        result.purge_id = audit.id
+        try:
+            if request.scope == EXPIRED:
+                self._expire(request.retention, result, audit, now)
+            else:
+                self._record(request, audit.id, now)
+                self._delete_request(request, result.rows, audit)
+        except Exception:
+            audit.finish(result.rows, failed=True)
+            raise
+        audit.finish(result.rows)
+        if not audit.written:
+            result.purge_id = None
+        return result
+
+    # -- expiry --------------------------------------------------------------------------------
+    def _cutoffs(self, retention: Retention, now: datetime) -> dict[str, str]:
+        """The cut per stored tenant ('' is turns without one) and for dead letters."""
+        with self.engine.connect() as conn:
+            tenants = [t for (t,) in conn.execute(select(TurnRow.tenant).distinct())]
+        out = {t: cut.isoformat() for t in sorted(tenants)
+               if (cut := retention.cutoff(t, now)) is not None}
+        dead = retention.dead_letter_cutoff(now)
+        if dead is not None:
+            out["dead_letters"] = dead.isoformat()
+        return out
+
+    def _expire(self, retention: Retention, result: PurgeResult, audit: Audit,
+                now: datetime) -> None:
+        for tenant, cut in result.cutoffs.items():
+            if tenant == "dead_letters":
+                continue
+            when = datetime.fromisoformat(cut)
+            self._batches((TurnRow.tenant == tenant) & (TurnRow.ts < when), result.rows, audit,
+                          rolled=True)
+        dead = result.cutoffs.get("dead_letters")
+        if dead is not None:
+            self._dead_letter_batches(DeadLetterRow.created_at < datetime.fromisoformat(dead),
+                                      result.rows, audit, EXPIRED)
+
+    # -- deletion on request ---------------------------------------------------------------------
+    def _record(self, request: Request, purge_id: str, now: datetime) -> None:
+        asked: dict[str, list[str | None]] = {
+            CONVERSATION: [conversation_key(c) for c in request.conversations],
+            TENANT: [request.tenant], BOT: [request.bot]}
+        keys = asked[request.scope]
+        try:
+            with write_txn(self.engine, exclusive=True) as conn:
+                deletions.record(conn, request.scope, [k for k in keys if k], now, purge_id,
+                                 conn.dialect.name)
+        except SQLAlchemyError as exc:
+            raise store_error("cannot record the deletion", exc) from exc
+
+    def _delete_request(self, request: Request, rows: Counter[str], audit: Audit) -> None:
+        if request.scope == CONVERSATION:
+            for chunk in _chunks(request.conversations):
+                self._batches(TurnRow.conversation_id.in_(chunk), rows, audit, request.scope)
+                self._dead_letter_batches(_dead_letters_of(chunk), rows, audit, request.scope)
+                self._scrub_evidence(chunk, rows)
+            return
+        column, name = ((TurnRow.tenant, request.tenant) if request.scope == TENANT
+                        else (TurnRow.bot_id, request.bot))
+        self._batches(column == name, rows, audit, request.scope, dead_letters=True)
+        field_name = "tenant" if request.scope == TENANT else "bot_id"
+        self._dead_letter_batches(_naming(field_name, str(name)), rows, audit, request.scope)
+        counts = WeeklyCountRow.tenant if request.scope == TENANT else WeeklyCountRow.bot_id
+        with write_txn(self.engine) as conn:
+            n = conn.execute(delete(WeeklyCountRow).where(counts == name)).rowcount or 0
+        self._count_rows(rows, "weekly_counts", request.scope, n)
+        audit.progress(rows)
+
+    # -- the batches -----------------------------------------------------------------------------
+    def _batches(self, where: Any, rows: Counter[str], audit: Audit, scope: str = EXPIRED,
+                 rolled: bool = False, dead_letters: bool = False) -> None:
+        """Delete the turns matching ``where`` with their findings and reviews, a batch per
+        transaction (and the dead letters of their conversations with ``dead_letters``)."""
+        while True:
+            q = select(TurnRow.id, TurnRow.conversation_id).where(where).limit(self.batch_size)
+            if self.postgres:
+                q = q.with_for_update(skip_locked=True)
+            try:
+                with write_txn(self.engine) as conn:
+                    batch = conn.execute(q).all()
+                    if not batch:
+                        return
+                    ids = [r.id for r in batch]
+                    if rolled:
+                        rollup.add(conn, ids)
+                    got = self._delete_turns(conn, ids)
+                    if dead_letters:
+                        convs = sorted({r.conversation_id for r in batch})
+                        got["dead_letters"] = conn.execute(delete(DeadLetterRow).where(
+                            DeadLetterRow.conversation_id.in_(convs))).rowcount or 0
+            except SQLAlchemyError as exc:
+                raise store_error("cannot purge", exc) from exc
+            for table, n in got.items():
+                self._count_rows(rows, table, scope, n)
+            audit.progress(rows)
+            if len(batch) < self.batch_size:
+                return
+
+    def _delete_turns(self, conn: Connection, ids: list[str]) -> Counter[str]:
+        findings = select(FindingRow.id).where(FindingRow.turn_id.in_(ids))
+        got: Counter[str] = Counter()
+        got["reviews"] = conn.execute(delete(ReviewRow).where(
+            ReviewRow.finding_id.in_(findings))).rowcount or 0
+        got["findings"] = conn.execute(delete(FindingRow).where(
+            FindingRow.turn_id.in_(ids))).rowcount or 0
+        got["turns"] = conn.execute(delete(TurnRow).where(TurnRow.id.in_(ids))).rowcount or 0
+        return got
+
+    def _dead_letter_batches(self, where: Any, rows: Counter[str], audit: Audit,
+                             scope: str) -> None:
+        while True:
+            q = select(DeadLetterRow.id).where(where).limit(self.batch_size)
+            with write_txn(self.engine) as conn:
+                ids = [i for (i,) in conn.execute(q)]
+                n = conn.execute(delete(DeadLetterRow).where(
+                    DeadLetterRow.id.in_(ids))).rowcount if ids else 0
+            self._count_rows(rows, "dead_letters", scope, n or 0)
+            audit.progress(rows)
+            if len(ids) < self.batch_size:
+                return
+
+    def _scrub_evidence(self, conversations: Sequence[str], rows: Counter[str]) -> None:
+        """Other conversations' near-duplicate findings name the reply they matched: drop the
+        name of a deleted conversation (the finding itself stays)."""
+        named = FindingRow.evidence["conversation_id"].as_string()
+        with write_txn(self.engine) as conn:
+            hits = conn.execute(select(FindingRow.id, FindingRow.evidence).where(
+                FindingRow.label == NEAR_DUPLICATE, named.in_(list(conversations)))).all()
+            for fid, evidence in hits:
+                conn.execute(update(FindingRow).where(FindingRow.id == fid).values(
+                    evidence={**evidence, "conversation_id": None, "turn": None}))
+        self._count_rows(rows, EVIDENCE, CONVERSATION, len(hits))
+
+    def _count_rows(self, rows: Counter[str], table: str, scope: str, n: int) -> None:
+        if n:
+            rows[table] += n
+            if self.on_rows is not None:
+                self.on_rows(table, scope, n)
+
+    # -- --dry-run -------------------------------------------------------------------------------
+    def _count(self, request: Request, cutoffs: dict[str, str]) -> Counter[str]:
+        out: Counter[str] = Counter()
+        turn_conds: list[Any] = []
+        dead_conds: list[Any] = []
+        if request.scope == EXPIRED:
+            turn_conds = [(TurnRow.tenant == t) & (TurnRow.ts < datetime.fromisoformat(c))
+                          for t, c in cutoffs.items() if t != "dead_letters"]
+            if "dead_letters" in cutoffs:
+                dead_conds = [DeadLetterRow.created_at
+                              < datetime.fromisoformat(cutoffs["dead_letters"])]
+        elif request.scope == CONVERSATION:
+            turn_conds = [TurnRow.conversation_id.in_(c) for c in _chunks(request.conversations)]
+            dead_conds = [_dead_letters_of(c) for c in _chunks(request.conversations)]
+        else:
+            column, name = ((TurnRow.tenant, request.tenant) if request.scope == TENANT
+                            else (TurnRow.bot_id, request.bot))
+            turn_conds = [column == name]
+            convs = select(TurnRow.conversation_id).where(column == name)
+            dead_conds = [DeadLetterRow.conversation_id.in_(convs) | _naming(
+                "tenant" if request.scope == TENANT else "bot_id", str(name))]
+        with self.engine.connect() as conn:
+            for cond in turn_conds:
+                turns = select(TurnRow.id).where(cond)
+                findings = select(FindingRow.id).where(FindingRow.turn_id.in_(turns))
+                out["turns"] += _n(conn, select(func.count()).where(cond))
+                out["findings"] += _n(conn, select(func.count()).where(
+                    FindingRow.turn_id.in_(turns)))
+                out["reviews"] += _n(conn, select(func.count()).where(
+                    ReviewRow.finding_id.in_(findings)))
+            if dead_conds:
+                out["dead_letters"] = _n(conn, select(func.count()).where(or_(*dead_conds)))
+            if request.scope in (TENANT, BOT):
+                counts = (WeeklyCountRow.tenant if request.scope == TENANT
+                          else WeeklyCountRow.bot_id)
+                out["weekly_counts"] = _n(conn, select(func.count()).where(
+                    counts == (request.tenant or request.bot)))
+        return +out
+
+
+def _n(conn: Connection, q: Any) -> int:
+    return int(conn.execute(q).scalar_one())
+
+
+def _chunks(items: Sequence[str]) -> list[list[str]]:
+    unique = sorted(set(items))
+    return [unique[i: i + _IN_CHUNK] for i in range(0, len(unique), _IN_CHUNK)]
+
+
+def _dead_letters_of(conversations: Sequence[str]) -> Any:
+    """Dead letters of these conversations: by the column, or (an event too broken to read
+    its id into the column) by the quoted id in the redacted copy of the event."""
+    quoted = [DeadLetterRow.raw_excerpt.contains(f'"{c}"', autoescape=True)
+              for c in conversations]
+    return or_(DeadLetterRow.conversation_id.in_(list(conversations)), *quoted)
+
+
+def _naming(field_name: str, value: str) -> Any:
+    """Dead letters whose redacted copy of the event names this tenant or bot."""
+    return or_(*(DeadLetterRow.raw_excerpt.contains(f'"{field_name}"{sep}"{value}"',
+                                                    autoescape=True) for sep in (": ", ":")))
