@@ -54,6 +54,16 @@ def state_key(turn: Turn) -> str:
     return f"{NAME}/{turn.tenant or ''}/{turn.bot_id or ''}"
 
 
+def state_owner(key: str) -> tuple[str, str] | None:
+    """(tenant, bot) of a ``state_key``; None for another detector's key. A tenant name with a
+    '/' in it is read up to the slash."""
+    prefix, _, rest = key.partition("/")
+    if prefix != NAME or "/" not in rest:
+        return None
+    tenant, _, bot = rest.partition("/")
+    return tenant, bot
+
+
 class RepetitionDetector:
     name = NAME
     version = "0.1.0"
@@ -109,6 +119,8 @@ class RepetitionDetector:
         if cached is not None and cached[0] is value:
             return cached[1]
         return BotState.from_json(self.cfg, value) if value else BotState(self.cfg)
+
+    state_owner = staticmethod(state_owner)
 
     def forget(self, value: Any, conversations: Collection[int] = (),
                before: datetime | None = None) -> tuple[Any | None, int]:

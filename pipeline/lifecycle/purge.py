@@ -85,8 +85,10 @@ class Purger:
         self.audit_always = audit_always
         self.postgres = engine.dialect.name == "postgresql"
 
-    def run(self, request: Request, dry_run: bool = False,
-            now: datetime | None = None) -> PurgeResult:
+    def run(self, request: Request, dry_run: bool = False, now: datetime | None = None,
+            then: Callable[[], Counter[str]] | None = None) -> PurgeResult:
+        """Run ``request`` (``then``: what else the purge removes once the store is done, e.g.
+        the process's own state; its counts join the audit row)."""
         now = now or datetime.now(UTC)
         result = PurgeResult(request, Counter(), dry_run)
         if request.scope == EXPIRED:
@@ -103,6 +105,8 @@ class Purger:
             else:
                 self._record(request, audit.id, now)
                 self._delete_request(request, result.rows, audit)
+            if then is not None:
+                result.rows.update(then())
         except Exception:
             audit.finish(result.rows, failed=True)
             raise
