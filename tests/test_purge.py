@@ -195,3 +195,28 @@ def test_tenant_and_bot_purges(engine: Engine, scope: str, name: str, column: An
         (rec,) = conn.execute(select(DeletionRow.scope, DeletionRow.key,
                                      DeletionRow.purge_id)).all()
     assert tuple(rec) == (scope, name, result.purge_id)
+
+
+def test_a_table_added_later_with_a_conversation_id_is_purged_too(sqlite_url: str) -> None:
+    """A later change (say, a judge cache) adds a table with a conversation_id: a conversation
+    purge reaches it without knowing its name."""
+    from sqlalchemy import Column, String, Table, Text
+
+    from pipeline.store.models import Base
+
+    db.upgrade(sqlite_url)
+    engine = db.make_engine(sqlite_url)
+    table = Table("later_cache", Base.metadata, Column("id", String(8), primary_key=True),
+                  Column("conversation_id", String(200)), Column("answer", Text))
+    try:
+        table.create(engine)
+        with engine.begin() as conn:
+            conn.execute(insert(table), [{"id": "1", "conversation_id": "gone", "answer": "x"},
+                                         {"id": "2", "conversation_id": "kept", "answer": "y"}])
+        result = Purger(engine, "chatmon purge --conversation").run(
+            Request(CONVERSATION, ("gone",)))
+        assert ids(engine, table.c.conversation_id) == {"kept"}
+        assert result.rows == {"later_cache": 1}
+    finally:
+        Base.metadata.remove(table)
+        engine.dispose()

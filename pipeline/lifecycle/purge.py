@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, delete, func, or_, select, update
+from sqlalchemy import Connection, Engine, delete, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
-from pipeline.lifecycle import rollup
+from pipeline.lifecycle import rollup, scope
 from pipeline.lifecycle.audit import Audit
 from pipeline.lifecycle.retention import Retention
 from pipeline.store import deletions
@@ -34,7 +34,6 @@ from pipeline.store.sink import store_error
 
 EXPIRED = "expired"
 BATCH_SIZE = 5000
-_IN_CHUNK = 500  # ids per IN list of a request
 NEAR_DUPLICATE = "repetition.near_duplicate"
 # Rows counted per table; "findings.evidence": other conversations' near-duplicate findings
 # whose evidence named a deleted conversation (the name is removed, the finding stays).
@@ -94,7 +93,7 @@ class Purger:
         if request.scope == EXPIRED:
             result.cutoffs = self._cutoffs(request.retention, now)
         if dry_run:
-            result.rows = self._count(request, result.cutoffs)
+            result.rows = scope.count(self.engine, request, result.cutoffs)
             return result
         audit = Audit(self.engine, self.command, request.scope, request.audit(),
                       always=self.audit_always)
@@ -155,16 +154,19 @@ class Purger:
 
     def _delete_request(self, request: Request, rows: Counter[str], audit: Audit) -> None:
         if request.scope == CONVERSATION:
-            for chunk in _chunks(request.conversations):
+            for chunk in scope.chunks(request.conversations):
                 self._batches(TurnRow.conversation_id.in_(chunk), rows, audit, request.scope)
-                self._dead_letter_batches(_dead_letters_of(chunk), rows, audit, request.scope)
+                self._dead_letter_batches(scope.dead_letters_of(chunk), rows, audit, request.scope)
                 self._scrub_evidence(chunk, rows)
+                with write_txn(self.engine) as conn:
+                    for table, n in _by_conversation(conn, chunk, dead_letters=False).items():
+                        self._count_rows(rows, table, request.scope, n)
             return
         column, name = ((TurnRow.tenant, request.tenant) if request.scope == TENANT
                         else (TurnRow.bot_id, request.bot))
         self._batches(column == name, rows, audit, request.scope, dead_letters=True)
         field_name = "tenant" if request.scope == TENANT else "bot_id"
-        self._dead_letter_batches(_naming(field_name, str(name)), rows, audit, request.scope)
+        self._dead_letter_batches(scope.naming(field_name, str(name)), rows, audit, request.scope)
         counts = WeeklyCountRow.tenant if request.scope == TENANT else WeeklyCountRow.bot_id
         with write_txn(self.engine) as conn:
             n = conn.execute(delete(WeeklyCountRow).where(counts == name)).rowcount or 0
@@ -189,10 +191,9 @@ class Purger:
                     if rolled:
                         rollup.add(conn, ids)
                     got = self._delete_turns(conn, ids)
-                    if dead_letters:
-                        convs = sorted({r.conversation_id for r in batch})
-                        got["dead_letters"] = conn.execute(delete(DeadLetterRow).where(
-                            DeadLetterRow.conversation_id.in_(convs))).rowcount or 0
+                    if dead_letters:  # a tenant's or bot's: by their conversations
+                        got.update(_by_conversation(conn, sorted({r.conversation_id
+                                                                  for r in batch})))
             except SQLAlchemyError as exc:
                 raise store_error("cannot purge", exc) from exc
             for table, n in got.items():
@@ -202,13 +203,15 @@ class Purger:
                 return
 
     def _delete_turns(self, conn: Connection, ids: list[str]) -> Counter[str]:
-        findings = select(FindingRow.id).where(FindingRow.turn_id.in_(ids))
+        dialect = conn.dialect.name
+        of_turns = scope.among(FindingRow.turn_id, ids, dialect)
+        findings = select(FindingRow.id).where(of_turns)
         got: Counter[str] = Counter()
         got["reviews"] = conn.execute(delete(ReviewRow).where(
             ReviewRow.finding_id.in_(findings))).rowcount or 0
-        got["findings"] = conn.execute(delete(FindingRow).where(
-            FindingRow.turn_id.in_(ids))).rowcount or 0
-        got["turns"] = conn.execute(delete(TurnRow).where(TurnRow.id.in_(ids))).rowcount or 0
+        got["findings"] = conn.execute(delete(FindingRow).where(of_turns)).rowcount or 0
+        got["turns"] = conn.execute(delete(TurnRow).where(
+            scope.among(TurnRow.id, ids, dialect))).rowcount or 0
         return got
 
     def _dead_letter_batches(self, where: Any, rows: Counter[str], audit: Audit,
@@ -217,8 +220,8 @@ class Purger:
             q = select(DeadLetterRow.id).where(where).limit(self.batch_size)
             with write_txn(self.engine) as conn:
                 ids = [i for (i,) in conn.execute(q)]
-                n = conn.execute(delete(DeadLetterRow).where(
-                    DeadLetterRow.id.in_(ids))).rowcount if ids else 0
+                n = conn.execute(delete(DeadLetterRow).where(scope.among(
+                    DeadLetterRow.id, ids, conn.dialect.name))).rowcount if ids else 0
             self._count_rows(rows, "dead_letters", scope, n or 0)
             audit.progress(rows)
             if len(ids) < self.batch_size:
@@ -242,64 +245,14 @@ class Purger:
             if self.on_rows is not None:
                 self.on_rows(table, scope, n)
 
-    # -- --dry-run -------------------------------------------------------------------------------
-    def _count(self, request: Request, cutoffs: dict[str, str]) -> Counter[str]:
-        out: Counter[str] = Counter()
-        turn_conds: list[Any] = []
-        dead_conds: list[Any] = []
-        if request.scope == EXPIRED:
-            turn_conds = [(TurnRow.tenant == t) & (TurnRow.ts < datetime.fromisoformat(c))
-                          for t, c in cutoffs.items() if t != "dead_letters"]
-            if "dead_letters" in cutoffs:
-                dead_conds = [DeadLetterRow.created_at
-                              < datetime.fromisoformat(cutoffs["dead_letters"])]
-        elif request.scope == CONVERSATION:
-            turn_conds = [TurnRow.conversation_id.in_(c) for c in _chunks(request.conversations)]
-            dead_conds = [_dead_letters_of(c) for c in _chunks(request.conversations)]
-        else:
-            column, name = ((TurnRow.tenant, request.tenant) if request.scope == TENANT
-                            else (TurnRow.bot_id, request.bot))
-            turn_conds = [column == name]
-            convs = select(TurnRow.conversation_id).where(column == name)
-            dead_conds = [DeadLetterRow.conversation_id.in_(convs) | _naming(
-                "tenant" if request.scope == TENANT else "bot_id", str(name))]
-        with self.engine.connect() as conn:
-            for cond in turn_conds:
-                turns = select(TurnRow.id).where(cond)
-                findings = select(FindingRow.id).where(FindingRow.turn_id.in_(turns))
-                out["turns"] += _n(conn, select(func.count()).where(cond))
-                out["findings"] += _n(conn, select(func.count()).where(
-                    FindingRow.turn_id.in_(turns)))
-                out["reviews"] += _n(conn, select(func.count()).where(
-                    ReviewRow.finding_id.in_(findings)))
-            if dead_conds:
-                out["dead_letters"] = _n(conn, select(func.count()).where(or_(*dead_conds)))
-            if request.scope in (TENANT, BOT):
-                counts = (WeeklyCountRow.tenant if request.scope == TENANT
-                          else WeeklyCountRow.bot_id)
-                out["weekly_counts"] = _n(conn, select(func.count()).where(
-                    counts == (request.tenant or request.bot)))
-        return +out
 
-
-def _n(conn: Connection, q: Any) -> int:
-    return int(conn.execute(q).scalar_one())
-
-
-def _chunks(items: Sequence[str]) -> list[list[str]]:
-    unique = sorted(set(items))
-    return [unique[i: i + _IN_CHUNK] for i in range(0, len(unique), _IN_CHUNK)]
-
-
-def _dead_letters_of(conversations: Sequence[str]) -> Any:
-    """Dead letters of these conversations: by the column, or (an event too broken to read
-    its id into the column) by the quoted id in the redacted copy of the event."""
-    quoted = [DeadLetterRow.raw_excerpt.contains(f'"{c}"', autoescape=True)
-              for c in conversations]
-    return or_(DeadLetterRow.conversation_id.in_(list(conversations)), *quoted)
-
-
-def _naming(field_name: str, value: str) -> Any:
-    """Dead letters whose redacted copy of the event names this tenant or bot."""
-    return or_(*(DeadLetterRow.raw_excerpt.contains(f'"{field_name}"{sep}"{value}"',
-                                                    autoescape=True) for sep in (": ", ":")))
+def _by_conversation(conn: Connection, conversations: list[str],
+                     dead_letters: bool = True) -> Counter[str]:
+    """Delete the rows of these conversations from the dead letters and from any table a
+    later change added with a ``conversation_id`` column."""
+    tables = [*([DeadLetterRow.__table__] if dead_letters else []), *scope.other_tables()]
+    got: Counter[str] = Counter()
+    for table in tables:
+        got[table.name] = conn.execute(delete(table).where(
+            table.c.conversation_id.in_(conversations))).rowcount or 0
+    return got
