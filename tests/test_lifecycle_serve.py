@@ -101,6 +101,8 @@ def test_delete_endpoint_reaches_store_and_state_and_refuses_replays(
         newer = [{**events("gone")[0], "turn": 5, "ts": later}]
         assert client.post("/v1/turns", json=newer, headers=AUTH).status_code == 200
         assert turns_of(url, "gone") == 1
+        metrics = client.get("/metrics").text
+        assert 'chatmon_purged_rows_total{reason="conversation",table="turns"}' in metrics
     (log,) = purge_log(proc.sink.engine)
     assert log["command"] == "DELETE /v1/conversations" and log["rows"] == rows
     assert "gone" not in str(log)

@@ -128,3 +128,21 @@ def test_the_gate_drops_expired_and_deleted_events_and_keeps_newer_ones(
     gate = IngestGate(proc.sink.engine, Retention())
     assert gate.reasons([Subject("fine", "acme", "b", NOW), Subject("any", "x")]) == [
         None, "deleted"]
+
+
+def test_metrics_count_purged_rows_and_dropped_events() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from pipeline.metrics import PipelineMetrics
+    from pipeline.scoring.process import BatchReport
+
+    registry = CollectorRegistry()
+    m = PipelineMetrics(registry)
+    m.purged("turns", "expired", 3)
+    report = BatchReport(records=4)
+    report.dropped.update({"deleted": 2, "expired": 1})
+    m.on_batch(report)
+    value = registry.get_sample_value
+    assert value("chatmon_purged_rows_total", {"table": "turns", "reason": "expired"}) == 3
+    assert value("chatmon_events_dropped_total", {"reason": "deleted"}) == 2
+    assert value("chatmon_events_dropped_total", {"reason": "expired"}) == 1

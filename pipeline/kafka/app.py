@@ -187,12 +187,12 @@ def make_app(opts: WorkerOptions, procs: Processors, stats: WorkerStats) -> faus
             except SinkError as exc:  # the store is down: the next tick tries again
                 log.warning("raw text purge failed: %s", exc)
 
-    tables = [(stage1, CONTEXT, lambda req: forget_contexts(contexts, req))]
-    contexts.owns = Owned(app, contexts.table, opts.partitions)
+    contexts.owns = owned = Owned(app, contexts.table, opts.partitions)
+    tables = [(stage1, CONTEXT, lambda req: forget_contexts(contexts, req), owned)]
     if procs.stage2 is not None:
-        state.owns = Owned(app, state.table, opts.partitions)
+        state.owns = owned = Owned(app, state.table, opts.partitions)
         detectors = procs.stage2.suite.detectors
-        tables.append((stage2, STATE, lambda req: forget_state(state, detectors, req)))
+        tables.append((stage2, STATE, lambda req: forget_state(state, detectors, req), owned))
     _lifecycle(app, opts, procs, tables)
     _observability(app, stats, {opts.turns_topic, opts.phrases_topic})
     return app

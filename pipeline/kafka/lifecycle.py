@@ -42,19 +42,23 @@ class Owned:
         self.app = app
         self.topic = table.changelog_topic.get_topic_name()
         self.partitions = partitions
+        self.active: frozenset[int] = frozenset()
+
+    def refresh(self) -> None:
+        """Read the assignment (before a pass over the Table's keys)."""
+        self.active = frozenset(tp.partition for tp in self.app.assignor.assigned_actives()
+                                if tp.topic == self.topic)
 
     def __call__(self, key: bytes) -> bool:
         # The producer's default partitioner (use_partitioner Tables): murmur2 of the key.
-        partition = (murmur2(key) & 0x7FFFFFFF) % self.partitions
-        return partition in {tp.partition for tp in self.app.assignor.assigned_actives()
-                             if tp.topic == self.topic}
+        return (murmur2(key) & 0x7FFFFFFF) % self.partitions in self.active
 
 
 class WorkerLifecycle:
     def __init__(self, app: Any, engine: Any, retention: Retention, group: str,
-                 tables: Sequence[tuple[Any, str, Callable[[Forget], int]]]) -> None:
+                 tables: Sequence[tuple[Any, str, Callable[[Forget], int], Owned]]) -> None:
         """``tables``: (the stage that writes the Table, the Table's name in the audit log and
-        the metric, what removes a Forget from it)."""
+        the metric, what removes a Forget from it, which of its keys are this worker's)."""
         self.app = app
         self.engine = engine
         self.retention = retention
@@ -70,10 +74,11 @@ class WorkerLifecycle:
     async def apply(self, req: Forget, reason: str) -> Counter[str] | None:
         """Remove ``req`` from the Tables; None when a rebalance got in the way."""
         got: Counter[str] = Counter()
-        for stage, name, forget in self.tables:
+        for stage, name, forget, owned in self.tables:
             async with stage.lock:
                 if self.busy():
                     return None
+                owned.refresh()
                 got[name] += forget(req)
         for table, n in (+got).items():
             get_metrics().purged(table, reason, n)
