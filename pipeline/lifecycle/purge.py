@@ -174,7 +174,7 @@ class Purger:
         audit.progress(rows)
 
     # -- the batches -----------------------------------------------------------------------------
-    def _batches(self, where: Any, rows: Counter[str], audit: Audit, scope: str = EXPIRED,
+    def _batches(self, where: Any, rows: Counter[str], audit: Audit, reason: str = EXPIRED,
                  rolled: bool = False, dead_letters: bool = False) -> None:
         """Delete the turns matching ``where`` with their findings and reviews, a batch per
         transaction (and the dead letters of their conversations with ``dead_letters``)."""
@@ -187,42 +187,47 @@ class Purger:
                     batch = conn.execute(q).all()
                     if not batch:
                         return
-                    ids = [r.id for r in batch]
-                    if rolled:
-                        rollup.add(conn, ids)
-                    got = self._delete_turns(conn, ids)
+                    got = self._delete_turns(conn, [r.id for r in batch], rolled)
                     if dead_letters:  # a tenant's or bot's: by their conversations
                         got.update(_by_conversation(conn, sorted({r.conversation_id
                                                                   for r in batch})))
             except SQLAlchemyError as exc:
                 raise store_error("cannot purge", exc) from exc
             for table, n in got.items():
-                self._count_rows(rows, table, scope, n)
+                self._count_rows(rows, table, reason, n)
             audit.progress(rows)
             if len(batch) < self.batch_size:
                 return
 
-    def _delete_turns(self, conn: Connection, ids: list[str]) -> Counter[str]:
+    def _delete_turns(self, conn: Connection, ids: list[str], rolled: bool) -> Counter[str]:
+        """Delete the turns ``ids``, their findings and their reviews; with ``rolled``, add
+        what went to the weekly counts (from the rows the deletes return)."""
         dialect = conn.dialect.name
         of_turns = scope.among(FindingRow.turn_id, ids, dialect)
-        findings = select(FindingRow.id).where(of_turns)
         got: Counter[str] = Counter()
-        got["reviews"] = conn.execute(delete(ReviewRow).where(
-            ReviewRow.finding_id.in_(findings))).rowcount or 0
-        got["findings"] = conn.execute(delete(FindingRow).where(of_turns)).rowcount or 0
-        got["turns"] = conn.execute(delete(TurnRow).where(
-            scope.among(TurnRow.id, ids, dialect))).rowcount or 0
+        got["reviews"] = conn.execute(delete(ReviewRow).where(ReviewRow.finding_id.in_(
+            select(FindingRow.id).where(of_turns)))).rowcount or 0
+        findings = delete(FindingRow).where(of_turns)
+        turns = delete(TurnRow).where(scope.among(TurnRow.id, ids, dialect))
+        if not rolled:
+            got["findings"] = conn.execute(findings).rowcount or 0
+            got["turns"] = conn.execute(turns).rowcount or 0
+            return got
+        gone_findings = conn.execute(findings.returning(*rollup.FINDING_COLUMNS)).all()
+        gone_turns = conn.execute(turns.returning(*rollup.TURN_COLUMNS)).all()
+        rollup.add(conn, rollup.counts(gone_turns, gone_findings))
+        got["findings"], got["turns"] = len(gone_findings), len(gone_turns)
         return got
 
     def _dead_letter_batches(self, where: Any, rows: Counter[str], audit: Audit,
-                             scope: str) -> None:
+                             reason: str) -> None:
         while True:
             q = select(DeadLetterRow.id).where(where).limit(self.batch_size)
             with write_txn(self.engine) as conn:
                 ids = [i for (i,) in conn.execute(q)]
                 n = conn.execute(delete(DeadLetterRow).where(scope.among(
                     DeadLetterRow.id, ids, conn.dialect.name))).rowcount if ids else 0
-            self._count_rows(rows, "dead_letters", scope, n or 0)
+            self._count_rows(rows, "dead_letters", reason, n or 0)
             audit.progress(rows)
             if len(ids) < self.batch_size:
                 return
@@ -239,11 +244,11 @@ class Purger:
                     evidence={**evidence, "conversation_id": None, "turn": None}))
         self._count_rows(rows, EVIDENCE, CONVERSATION, len(hits))
 
-    def _count_rows(self, rows: Counter[str], table: str, scope: str, n: int) -> None:
+    def _count_rows(self, rows: Counter[str], table: str, reason: str, n: int) -> None:
         if n:
             rows[table] += n
             if self.on_rows is not None:
-                self.on_rows(table, scope, n)
+                self.on_rows(table, reason, n)
 
 
 def _by_conversation(conn: Connection, conversations: list[str],
