@@ -104,8 +104,9 @@ def _summary(result: Any) -> str:
         if result.purge_id:
             lines.append(f"audit log: {result.purge_id} (chatmon purge --log)")
     for tenant, cut in result.cutoffs.items():
-        label = "dead letters" if tenant == "dead_letters" else f"tenant {tenant or '(none)'}"
-        lines.append(f"  {label}: before {cut}")
+        lines.append(f"  tenant {tenant or '(none)'}: before {cut}")
+    if result.dead_letter_cutoff is not None:
+        lines.append(f"  dead letters: before {result.dead_letter_cutoff}")
     if not result.dry_run and result.request.scope != "expired":
         lines.append("serve and worker processes drop it from their state within "
                      "CHATMON_DELETION_POLL_S")

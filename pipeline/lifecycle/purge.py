@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, delete, select, update
+from sqlalchemy import Connection, Engine, delete, func, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from pipeline.lifecycle import rollup, scope
@@ -66,12 +66,15 @@ class PurgeResult:
     rows: Counter[str]
     dry_run: bool
     purge_id: str | None = None
+    # Expiry: the cut per stored tenant ('' for turns without one), and for dead letters.
     cutoffs: dict[str, str] = field(default_factory=dict)
+    dead_letter_cutoff: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"purge_id": self.purge_id, "scope": self.request.scope,
                 "request": self.request.audit(), "dry_run": self.dry_run,
-                "rows": dict(sorted(self.rows.items())), "cutoffs": self.cutoffs}
+                "rows": dict(sorted(self.rows.items())), "cutoffs": self.cutoffs,
+                "dead_letter_cutoff": self.dead_letter_cutoff}
 
 
 class Purger:
@@ -92,15 +95,18 @@ class Purger:
         result = PurgeResult(request, Counter(), dry_run)
         if request.scope == EXPIRED:
             result.cutoffs = self._cutoffs(request.retention, now)
+            dead = request.retention.dead_letter_cutoff(now)
+            result.dead_letter_cutoff = dead.isoformat() if dead is not None else None
         if dry_run:
-            result.rows = scope.count(self.engine, request, result.cutoffs)
+            result.rows = scope.count(self.engine, request, result.cutoffs,
+                                      result.dead_letter_cutoff)
             return result
         audit = Audit(self.engine, self.command, request.scope, request.audit(),
                       always=self.audit_always)
         result.purge_id = audit.id
         try:
             if request.scope == EXPIRED:
-                self._expire(request.retention, result, audit, now)
+                self._expire(result, audit)
             else:
                 self._record(request, audit.id, now)
                 self._delete_request(request, result.rows, audit)
@@ -116,25 +122,18 @@ class Purger:
 
     # -- expiry --------------------------------------------------------------------------------
     def _cutoffs(self, retention: Retention, now: datetime) -> dict[str, str]:
-        """The cut per stored tenant ('' is turns without one) and for dead letters."""
+        """The cut per stored tenant ('' is turns without one)."""
         with self.engine.connect() as conn:
             tenants = [t for (t,) in conn.execute(select(TurnRow.tenant).distinct())]
-        out = {t: cut.isoformat() for t in sorted(tenants)
-               if (cut := retention.cutoff(t, now)) is not None}
-        dead = retention.dead_letter_cutoff(now)
-        if dead is not None:
-            out["dead_letters"] = dead.isoformat()
-        return out
+        return {t: cut.isoformat() for t in sorted(tenants)
+                if (cut := retention.cutoff(t, now)) is not None}
 
-    def _expire(self, retention: Retention, result: PurgeResult, audit: Audit,
-                now: datetime) -> None:
+    def _expire(self, result: PurgeResult, audit: Audit) -> None:
         for tenant, cut in result.cutoffs.items():
-            if tenant == "dead_letters":
-                continue
             when = datetime.fromisoformat(cut)
             self._batches((TurnRow.tenant == tenant) & (TurnRow.ts < when), result.rows, audit,
                           rolled=True)
-        dead = result.cutoffs.get("dead_letters")
+        dead = result.dead_letter_cutoff
         if dead is not None:
             self._dead_letter_batches(DeadLetterRow.created_at < datetime.fromisoformat(dead),
                                       result.rows, audit, EXPIRED)
@@ -204,20 +203,21 @@ class Purger:
         what went to the weekly counts (from the rows the deletes return)."""
         dialect = conn.dialect.name
         of_turns = scope.among(FindingRow.turn_id, ids, dialect)
-        got: Counter[str] = Counter()
-        got["reviews"] = conn.execute(delete(ReviewRow).where(ReviewRow.finding_id.in_(
-            select(FindingRow.id).where(of_turns)))).rowcount or 0
-        findings = delete(FindingRow).where(of_turns)
+        columns = rollup.FINDING_COLUMNS if rolled else (FindingRow.id,)
+        if dialect == "postgresql":
+            found, reviews = _findings_and_reviews(conn, of_turns, columns)
+        else:
+            reviews = conn.execute(delete(ReviewRow).where(ReviewRow.finding_id.in_(
+                select(FindingRow.id).where(of_turns)))).rowcount or 0
+            found = conn.execute(delete(FindingRow).where(of_turns).returning(*columns)).all()
         turns = delete(TurnRow).where(scope.among(TurnRow.id, ids, dialect))
-        if not rolled:
-            got["findings"] = conn.execute(findings).rowcount or 0
-            got["turns"] = conn.execute(turns).rowcount or 0
-            return got
-        gone_findings = conn.execute(findings.returning(*rollup.FINDING_COLUMNS)).all()
-        gone_turns = conn.execute(turns.returning(*rollup.TURN_COLUMNS)).all()
-        rollup.add(conn, rollup.counts(gone_turns, gone_findings))
-        got["findings"], got["turns"] = len(gone_findings), len(gone_turns)
-        return got
+        if rolled:
+            gone = conn.execute(turns.returning(*rollup.TURN_COLUMNS)).all()
+            rollup.add(conn, rollup.counts(gone, found))
+            n_turns = len(gone)
+        else:
+            n_turns = conn.execute(turns).rowcount or 0
+        return Counter({"reviews": reviews, "findings": len(found), "turns": n_turns})
 
     def _dead_letter_batches(self, where: Any, rows: Counter[str], audit: Audit,
                              reason: str) -> None:
@@ -261,3 +261,19 @@ def _by_conversation(conn: Connection, conversations: list[str],
         got[table.name] = conn.execute(delete(table).where(
             table.c.conversation_id.in_(conversations))).rowcount or 0
     return got
+
+
+def _findings_and_reviews(conn: Connection, of_turns: Any,
+                          columns: Sequence[Any]) -> tuple[list[Any], int]:
+    """PostgreSQL: the findings and their reviews in one statement (two data-modifying CTEs),
+    so the batch's findings are looked up once (their turn_id index probes were a third of a
+    batch at a million turns); the rows of the deleted findings, and how many reviews went."""
+    gone = delete(FindingRow).where(of_turns).returning(FindingRow.id.label("fid"),
+                                                         *columns).cte("gone")
+    reviews = delete(ReviewRow).where(ReviewRow.finding_id.in_(select(gone.c.fid))) \
+        .returning(ReviewRow.id).cte("gone_reviews")
+    n_reviews = select(func.count()).select_from(reviews).scalar_subquery()
+    rows = conn.execute(select(n_reviews, *[gone.c[c.key] for c in columns])).all()
+    if not rows:  # no findings, so no reviews either
+        return [], 0
+    return [tuple(r[1:]) for r in rows], int(rows[0][0])

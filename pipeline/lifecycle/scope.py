@@ -42,17 +42,17 @@ def other_tables() -> list[Table]:
             if t.name not in KNOWN and "conversation_id" in t.c]
 
 
-def count(engine: Engine, request: Any, cutoffs: dict[str, str]) -> Counter[str]:
+def count(engine: Engine, request: Any, cutoffs: dict[str, str],
+          dead_letter_cutoff: str | None) -> Counter[str]:
     """What a purge would remove (``--dry-run``), by table."""
     out: Counter[str] = Counter()
     turn_conds: list[Any] = []
     dead_conds: list[Any] = []
     if request.scope == "expired":
         turn_conds = [(TurnRow.tenant == t) & (TurnRow.ts < datetime.fromisoformat(c))
-                      for t, c in cutoffs.items() if t != "dead_letters"]
-        if "dead_letters" in cutoffs:
-            dead_conds = [DeadLetterRow.created_at
-                          < datetime.fromisoformat(cutoffs["dead_letters"])]
+                      for t, c in cutoffs.items()]
+        if dead_letter_cutoff is not None:
+            dead_conds = [DeadLetterRow.created_at < datetime.fromisoformat(dead_letter_cutoff)]
     elif request.scope == CONVERSATION:
         turn_conds = [TurnRow.conversation_id.in_(c) for c in chunks(request.conversations)]
         dead_conds = [dead_letters_of(c) for c in chunks(request.conversations)]
