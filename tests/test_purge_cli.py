@@ -114,7 +114,7 @@ def test_the_gate_drops_expired_and_deleted_events_and_keeps_newer_ones(
     proc = make_processor(sqlite_url, policy_file=policy)
 
     def event(conv: str, days_ago: float, tenant: str = "acme") -> RawRecord:
-        ts = (NOW - timedelta(days=days_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        ts = (datetime.now(UTC) - timedelta(days=days_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
         return RawRecord("t", conv, json.dumps({
             "conversation_id": conv, "turn": 0, "role": "user", "text": "Where is it?",
             "ts": ts, "tenant": tenant, "bot_id": "b"}))
@@ -126,7 +126,7 @@ def test_the_gate_drops_expired_and_deleted_events_and_keeps_newer_ones(
     assert later.dropped == {"deleted": 1} and [r["conversation_id"]
                                                 for r in later.turn_rows] == ["other-3"]
     gate = IngestGate(proc.sink.engine, Retention())
-    assert gate.reasons([Subject("fine", "acme", "b", NOW), Subject("any", "x")]) == [
+    assert gate.reasons([Subject("fine", "acme", "b", datetime.now(UTC)), Subject("any", "x")]) == [
         None, "deleted"]
 
 
