@@ -26,6 +26,7 @@ from pipeline.cli import (
     policy,
     probe,
     produce,
+    purge,
     report,
     review,
     run,
@@ -78,7 +79,11 @@ for command in (
     policy.policy_group,
     probe.probe_cmd,
     compare.compare_cmd,
+<<<<<<< HEAD
     judge.judge_group,
+=======
+    purge.purge_cmd,
+>>>>>>> i31
 ):
     cli.add_command(command)
 
