@@ -67,27 +67,20 @@ NOT_SCORED_LANGUAGE = "chatmon_turns_not_scored_language_total"
 SUPPRESSED = "chatmon_findings_suppressed_total"
 POLICY_INFO = "chatmon_policy_info"
 REDACTION_FAILURES = "chatmon_redaction_failures_total"
-<<<<<<< HEAD
 # The judge (pipeline/judge/, docs/judge.md): requests by outcome, verdicts by where they came
 # from, tokens, and judge-vs-classifier pairs (agree = same flag) for the agreement alert.
 JUDGE_REQUESTS = "chatmon_judge_requests_total"
 JUDGE_VERDICTS = "chatmon_judge_verdicts_total"
 JUDGE_TOKENS = "chatmon_judge_tokens_total"
 JUDGE_PAIRS = "chatmon_judge_pairs_total"
-=======
 PURGED_ROWS = "chatmon_purged_rows_total"
 EVENTS_DROPPED = "chatmon_events_dropped_total"
->>>>>>> i31
 
 ALL_METRICS = (EVENTS_RECEIVED, EVENTS_PROCESSED, TURNS_PROCESSED, FINDINGS, FLAGGED_TURNS,
                EMPATHY_SCORE, DETECTOR_SECONDS, DETECTOR_ERRORS, DEAD_LETTERS, SINK_ERRORS,
                BATCH_SECONDS, CONSUMER_LAG, LABEL_VALUES_CAPPED, NOT_SCORED_LANGUAGE, SUPPRESSED,
-<<<<<<< HEAD
                POLICY_INFO, REDACTION_FAILURES, JUDGE_REQUESTS, JUDGE_VERDICTS, JUDGE_TOKENS,
-               JUDGE_PAIRS)
-=======
-               POLICY_INFO, REDACTION_FAILURES, PURGED_ROWS, EVENTS_DROPPED)
->>>>>>> i31
+               JUDGE_PAIRS, PURGED_ROWS, EVENTS_DROPPED)
 
 EMPATHY_LABEL = "empathy.score"
 MAX_LABEL_VALUES = 200
@@ -222,7 +215,6 @@ class PipelineMetrics:
         for lst in self.listeners:
             lst.sink_error()
 
-<<<<<<< HEAD
     def judge_request(self, model: str, outcome: str, tokens: int = 0) -> None:
         self.judge_requests_c.labels(model=model, outcome=outcome).inc()
         if tokens:
@@ -239,11 +231,10 @@ class PipelineMetrics:
                 hook = getattr(lst, "judged", None)
                 if hook is not None:
                     hook(label, self.bots(bot), agree)
-=======
+
     def purged(self, table: str, reason: str, n: int) -> None:
         """``Purger(on_rows=...)``: rows a purge removed."""
         self.purged_c.labels(table=table, reason=reason).inc(n)
->>>>>>> i31
 
     def set_consumer_lag(self, topic: str, partition: int, lag: int) -> None:
         self.lag_g.labels(topic=topic, partition=str(partition)).set(lag)

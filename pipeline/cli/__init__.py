@@ -79,11 +79,8 @@ for command in (
     policy.policy_group,
     probe.probe_cmd,
     compare.compare_cmd,
-<<<<<<< HEAD
     judge.judge_group,
-=======
     purge.purge_cmd,
->>>>>>> i31
 ):
     cli.add_command(command)
 
