@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, delete, func, select, update
+from sqlalchemy import Connection, Engine, delete, exists, func, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from pipeline.lifecycle import rollup, scope
@@ -137,6 +137,18 @@ class Purger:
         if dead is not None:
             self._dead_letter_batches(DeadLetterRow.created_at < datetime.fromisoformat(dead),
                                       result.rows, audit, EXPIRED)
+        self._orphans(result.rows, audit)
+
+    def _orphans(self, rows: Counter[str], audit: Audit) -> None:
+        """Rows of the other tables with a ``conversation_id`` (the judge's cached answers)
+        whose conversation has no turn left: they live as long as their conversation."""
+        with write_txn(self.engine) as conn:
+            for table in scope.other_tables():
+                left = exists().where(TurnRow.conversation_id == table.c.conversation_id)
+                n = conn.execute(delete(table).where(table.c.conversation_id.is_not(None),
+                                                     ~left)).rowcount or 0
+                self._count_rows(rows, table.name, EXPIRED, n)
+        audit.progress(rows)
 
     # -- deletion on request ---------------------------------------------------------------------
     def _record(self, request: Request, purge_id: str, now: datetime) -> None:

@@ -216,8 +216,12 @@ class JudgeCacheRow(Base):
     redacted messages sent): judging the same text again costs no request (docs/judge.md)."""
 
     __tablename__ = "judge_cache"
+    __table_args__ = (Index("ix_judge_cache_conversation", "conversation_id"),)
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    # The conversation whose reply was asked about first: a purge of it removes the entry
+    # (the reason may quote the reply); another conversation with the same text asks again.
+    conversation_id: Mapped[str | None] = mapped_column(String(200))
     rubric: Mapped[str] = mapped_column(String(80))  # criterion@version
     model: Mapped[str] = mapped_column(String(200))
     rating: Mapped[int] = mapped_column(Integer)
