@@ -165,7 +165,7 @@ class Judge:
                         for c, _, _ in group]
                 await asyncio.to_thread(self.sink.write, (), (), rows)
                 return
-        cache = js.cache_row(key, r, self.model, verdict, tokens)
+        cache = js.cache_row(key, r, self.model, verdict, tokens, group[0][0].conversation_id)
         for i, (c, _, _) in enumerate(group):
             await asyncio.to_thread(self._store, c, r, verdict, cache if i == 0 else None)
 

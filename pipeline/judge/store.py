@@ -69,9 +69,13 @@ def cached(engine: Engine, keys: Sequence[str]) -> dict[str, Verdict]:
 
 
 def cache_row(key: str, rubric: Rubric, model: str, verdict: Verdict,
-              tokens: int | None) -> dict[str, Any]:
-    return dict(id=key, rubric=rubric.key, model=model[:200], rating=verdict.rating,
-                reason=verdict.reason, tokens=tokens, created_at=datetime.now(UTC))
+              tokens: int | None, conversation_id: str) -> dict[str, Any]:
+    """The cached answer, tied to the conversation it was first asked for, so that purging
+    that conversation removes it (``chatmon purge`` clears every table's rows by
+    ``conversation_id``)."""
+    return dict(id=key, conversation_id=conversation_id, rubric=rubric.key, model=model[:200],
+                rating=verdict.rating, reason=verdict.reason, tokens=tokens,
+                created_at=datetime.now(UTC))
 
 
 def finding_row(c: Candidate, rubric: Rubric, model: str, verdict: Verdict, policy: Policy,

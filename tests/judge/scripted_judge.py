@@ -45,8 +45,9 @@ class ScriptedJudge:
 
     def __init__(self, port: int = 0, require_key: str | None = None, slow_s: float = 0.5,
                  tokens: int = 100, retry_after: str = "0",
-                 script: Callable[[str, str], int] | None = None) -> None:
+                 script: Callable[[str, str], int] | None = None, quote: bool = False) -> None:
         self.script = script  # (system prompt, reply) -> rating, instead of the hash
+        self.quote = quote  # the reasoning quotes the reply, as real judges' often do
         self.require_key = require_key
         self.slow_s = slow_s
         self.tokens = tokens
@@ -99,7 +100,8 @@ class ScriptedJudge:
         if "[slow]" in reply:
             time.sleep(self.slow_s)
         rating = self.script(system, reply) if self.script else scripted_rating(reply, lo, hi)
-        content = json.dumps({"reasoning": f"Scripted: rated {rating}.", "score": rating})
+        reasoning = f"The reply says: {reply}" if self.quote else f"Scripted: rated {rating}."
+        content = json.dumps({"reasoning": reasoning, "score": rating})
         if "[broken]" in reply or ("[broken-once]" in reply and seen == 1):
             content = f"I would rate this reply a {rating} because it is fine."
         return 200, {}, {"object": "chat.completion", "model": body.get("model"),
