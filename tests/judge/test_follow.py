@@ -39,6 +39,9 @@ def _count(url: str, sql: str) -> int:
     return n
 
 
+UNAVAILABLE = "endpoint unavailable: cannot reach the endpoint"
+
+
 def test_dead_endpoint_delays_only_the_judge_which_catches_up(sqlite_url, tmp_path: Path):
     events = conversations(40)
     data = tmp_path / "turns.jsonl"
@@ -63,6 +66,10 @@ def test_dead_endpoint_delays_only_the_judge_which_catches_up(sqlite_url, tmp_pa
         assert summary["turns_stored"] == len(events) == 80  # nothing lost, nothing waited for
         assert judge.poll() is None  # the judge is still there, retrying
         assert _count(sqlite_url, "select count(*) from findings where detector='judge'") == 0
+        # The judge has tried the dead endpoint and said so before the endpoint comes up (a
+        # judge slower to start than the run would otherwise meet a live endpoint first).
+        wait_until(lambda: UNAVAILABLE in (tmp_path / "judge.log").read_text(), 60,
+                   "the judge to find the endpoint dead")
         expected = {f"c{i:04d}" for i in range(40) if sample_point(f"c{i:04d}", 1) < RATE}
         with ScriptedJudge(port=port) as server:
             wait_until(lambda: _count(sqlite_url, "select count(*) from findings where "
@@ -83,5 +90,5 @@ def test_dead_endpoint_delays_only_the_judge_which_catches_up(sqlite_url, tmp_pa
             judge.kill()
         log.close()
     out = (tmp_path / "judge.log").read_text()
-    assert "endpoint unavailable: cannot reach the endpoint" in out  # it said why it waited
+    assert UNAVAILABLE in out  # it said why it waited
     assert json.loads(out[out.index("{"):])["judged"] == {"judge.epitome_er": len(expected)}

@@ -70,6 +70,8 @@ def test_judge_group_waits_out_a_dead_endpoint_and_catches_up(
                    "the workers to store and score every turn")
         assert db_counts(postgres_url)["turns"] == 240  # the workers lost nothing
         assert judge.poll() is None and not _judged(postgres_url)  # the judge waits
+        wait_until(lambda: "endpoint unavailable" in (tmp_path / "judge.log").read_text(), 60,
+                   "the judge to find the endpoint dead")
         with ScriptedJudge(port=port) as server:
             wait_until(lambda: _judged(postgres_url) >= expected, 90, "the judge to catch up")
             os.kill(judge.pid, signal.SIGTERM)
