@@ -7,7 +7,9 @@ rotated tick labels are measured as drawn, not as their axis-aligned boxes.
 
 Also: the page never scrolls sideways, cards do not overlap, and every plot area of a figure
 keeps a usable size. Text inside a horizontally scrolling container (a wide table on a phone)
-is reachable by scrolling, so it is not counted as clipped; the container itself must fit."""
+is reachable by scrolling, so it is not counted as clipped; the container itself must fit. Text
+the browser cuts with an ellipsis (``text-overflow``, ``line-clamp``) counts as the box it shows,
+and must carry its whole text on hover (a ``title``)."""
 
 from __future__ import annotations
 
@@ -41,6 +43,11 @@ MEASURE = r"""
     }
     return null;
   };
+  const abbreviator = (el, card) => { for (let a = el; a && a !== card; a = a.parentElement) {
+    const s = getComputedStyle(a);
+    if (s.webkitLineClamp !== 'none' && s.webkitLineClamp !== '' ||
+        s.textOverflow === 'ellipsis' && s.overflowX === 'hidden') return a; }
+    return null; };
   const scroller = el => { for (let a = el.parentElement; a; a = a.parentElement) {
     const s = getComputedStyle(a);
     if (['auto', 'scroll'].includes(s.overflowX)) return a; } return null; };
@@ -57,10 +64,19 @@ MEASURE = r"""
                     svg: box(el.ownerSVGElement.getBoundingClientRect()), clip: clipOf(el)});
       }
       const walk = document.createTreeWalker(card, NodeFilter.SHOW_TEXT);
+      const cut = new Set();
       for (let n = walk.nextNode(); n; n = walk.nextNode()) {
         const p = n.parentElement;
         if (!n.textContent.trim() || p.closest('svg, script, style') || !visibleChain(p))
           continue;
+        const a = abbreviator(p, card);
+        if (a) {  // the browser cuts it with an ellipsis: what shows is the element's box
+          if (!cut.has(a)) { cut.add(a); const r = a.getBoundingClientRect();
+            texts.push({text: a.textContent.trim().slice(0, 60), quad: [[r.left, r.top],
+              [r.right, r.top], [r.right, r.bottom], [r.left, r.bottom]], abbreviated: true,
+              hover: !!a.closest('[title]')}); }
+          continue;
+        }
         const range = document.createRange(); range.selectNodeContents(n);
         for (const r of range.getClientRects()) {
           if (r.width < 1 || r.height < 1) continue;
@@ -143,6 +159,8 @@ def _card_problems(card: dict[str, Any], viewport: float) -> list[str]:
         if not _inside([(scroller[0], scroller[1]), (scroller[2], scroller[3])], box):
             out.append(f"{name!r}: scrolling box {scroller} spills out of its card")
     texts = card["texts"]
+    out += [f"{name!r}: {t['text']!r} is cut without its whole text on hover" for t in texts
+            if t.get("abbreviated") and not t["hover"]]
     for t in texts:
         where = [("card", box)] if not t.get("scrolls") else []
         where += [("figure", t["svg"])] if "svg" in t else []
