@@ -100,7 +100,7 @@ def paired(groups: Groups, signal: str, scale: Scale, axis_title: str,
 def gap(groups: Groups) -> go.Figure:
     """Per user group: its replies' empathy minus the bot's other replies', with the interval;
     filled where the interval excludes 0."""
-    rows = groups.rows
+    rows = sorted(groups.rows, key=lambda r: (r.change or {}).get("value") or 0.0)  # coldest first
     parts = [r.key.rsplit(" · ", 1) for r in rows]  # group (category), bot
     labels = lay.label_with_bot([p[0] for p in parts], [p[-1] for p in parts])
     traces = []

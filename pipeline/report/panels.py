@@ -73,14 +73,14 @@ def panels(data: dict[str, Any]) -> list[Panel]:
                                                                  method="bootstrap"),
                        data["empathy"], lambda g: figs.paired(g, "empathy", figs.MEAN,
                                                               "mean empathy.score")))
-    out.append(_mechanisms(data))
-    out += [_harm(data, h) for h in HARM_TITLES]
     out.append(_groups(
         "plot-gap", "Empathy gap per user group",
         "Mean empathy of the replies to users who mention an identity group, minus that of the "
         f"bot's other replies, with its {_level(data)}% bootstrap interval. Filled: the interval "
         "excludes 0, a gap larger than chance; hollow: within chance.",
         data["gap"], figs.gap))
+    out.append(_mechanisms(data))
+    out += [_harm(data, h) for h in HARM_TITLES]
     if data["phrases"]:
         out.append(Panel("plot-phrases", "Top stock phrases",
                          "Share of the bot's recent replies that use the phrase.",
