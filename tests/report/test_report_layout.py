@@ -9,6 +9,7 @@ marked only when its interval excludes 0. The picture in docs/dashboards.md is t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +21,7 @@ from sqlalchemy import Engine
 from dashboards import queries as q
 from dashboards import sqlrun
 from pipeline.report import comparisons as cmp
+from pipeline.report import panels
 from pipeline.report.weekly import Window, collect, render
 from pipeline.store import db
 from tests import geometry
@@ -100,6 +102,18 @@ def test_nothing_is_clipped_and_no_text_overlaps_another(seen: dict[int, Any],
     assert sum(len(c["svgs"]) > 0 for c in page["cards"]) >= 10
     assert geometry.problems(page) == []
     assert seen[width]["errors"] == []
+
+
+@needs_chromium
+def test_the_store_draws_every_figure_the_report_has(seen: dict[int, Any]) -> None:
+    """The check above covers whatever figure the report has, but only if this store makes the
+    report draw it: a figure added to pipeline/report/panels.py must be drawn here (extend
+    seed_wide.py with the findings it reads)."""
+    source = Path(panels.__file__).read_text()
+    every = set(re.findall(r'"(plot-[\w-]+)"', source)) | {f"plot-{h}" for h in panels.HARM_TITLES}
+    assert len(every) >= 11
+    for width in WIDTHS:
+        assert {f["id"] for f in seen[width]["figures"]} == every
 
 
 def _figure(seen: dict[int, Any], div: str) -> dict[str, Any]:
