@@ -18,7 +18,6 @@ from dashboards import GENERATED
 from dashboards.palette import SIGNAL, lighter
 from pipeline.report.panels import panels
 from pipeline.report.weekly import Window, collect
-from pipeline.store import db
 from tests.colour_vision import DEUTERANOPIA, NORMAL, PROTANOPIA, Matrix, delta_e, hue, lab
 from tests.report import seed_wide as wide
 
@@ -56,10 +55,7 @@ def test_the_week_before_keeps_the_hue_lighter(signal: str) -> None:
 
 @pytest.fixture(scope="module")
 def wide_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    url = f"sqlite:///{tmp_path_factory.mktemp('palette') / 'chatmon.db'}"
-    db.upgrade(url)
-    engine = db.make_engine(url)
-    wide.seed_wide(engine)
+    engine = wide.wide_store(tmp_path_factory.mktemp("palette"))
     yield engine
     engine.dispose()
 

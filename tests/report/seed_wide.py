@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, insert
 
+from pipeline.store import db
 from pipeline.store.models import FindingRow, TurnRow
 from tests.dashboards.seed import PHRASES, SEQUENCES, _finding, _turn
 
@@ -107,3 +109,12 @@ def seed_wide(engine: Engine) -> tuple[int, int]:
         conn.execute(insert(TurnRow), turns)
         conn.execute(insert(FindingRow), findings)
     return len(turns), len(findings)
+
+
+def wide_store(folder: Path) -> Engine:
+    """A migrated SQLite store in ``folder`` holding these rows."""
+    url = f"sqlite:///{folder / 'chatmon.db'}"
+    db.upgrade(url)
+    engine = db.make_engine(url)
+    seed_wide(engine)
+    return engine

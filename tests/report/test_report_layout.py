@@ -23,7 +23,6 @@ from dashboards import sqlrun
 from pipeline.report import comparisons as cmp
 from pipeline.report import panels
 from pipeline.report.weekly import Window, collect, render
-from pipeline.store import db
 from tests import geometry
 from tests.browser import CHROMIUM, Chromium, shot_path
 from tests.report import seed_wide as wide
@@ -50,10 +49,7 @@ FIGURES = """[...document.querySelectorAll('.js-plotly-plot')].map(gd => ({
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    url = f"sqlite:///{tmp_path_factory.mktemp('wide') / 'chatmon.db'}"
-    db.upgrade(url)
-    engine = db.make_engine(url)
-    wide.seed_wide(engine)
+    engine = wide.wide_store(tmp_path_factory.mktemp("wide"))
     yield engine
     engine.dispose()
 
