@@ -281,3 +281,30 @@ FROM s
 ORDER BY label
 """, (("label", "string"), ("n", "number"), ("agreement", "number"), ("precision", "number"),
       ("kappa", "number")))
+
+# The judge against the classifiers, per ISO week and judge label / model (chatmon judge; the
+# weekly report draws the same rows). Pairs: a judge.* finding and, on the same reply, the
+# finding of the label its rubric compares to; kappa is Cohen's on the two flags, from the
+# marginals as in AGREEMENT. chatmon review agreement adds weighted kappa and alpha.
+JUDGE_AGREEMENT_WEEKLY = SqlQuery("""
+WITH p AS (
+  SELECT date_trunc('week', j.ts) AS week,
+         j.label || ' / ' || (j.evidence->>'model') AS metric,
+         CASE WHEN j.flagged THEN 1.0 ELSE 0.0 END AS jf,
+         CASE WHEN c.flagged THEN 1.0 ELSE 0.0 END AS cf
+  FROM findings j
+  JOIN findings c ON c.turn_id = j.turn_id AND c.label = j.evidence->>'compare_to'
+  WHERE j.detector = 'judge' AND c.detector <> 'judge' AND $__timeFilter(j.ts)
+), s AS (
+  SELECT week, metric, COUNT(*) AS n,
+         AVG(CASE WHEN jf = cf THEN 1.0 ELSE 0.0 END) AS agreement,
+         AVG(jf) * AVG(cf) + (1 - AVG(jf)) * (1 - AVG(cf)) AS pe
+  FROM p
+  GROUP BY week, metric
+)
+SELECT week AS time, metric, n, agreement,
+       CASE WHEN pe < 1 THEN (agreement - pe) / (1 - pe) END AS kappa
+FROM s
+ORDER BY 1, 2
+""", (("time", "time"), ("metric", "string"), ("n", "number"), ("agreement", "number"),
+      ("kappa", "number")), "time_series")

@@ -64,6 +64,8 @@ class Settings(BaseSettings):
     serve_token: SecretStr | None = None
     # `chatmon probe`: the key sent to the bot under test (`--api-key-env` names another variable).
     probe_api_key: SecretStr | None = None
+    # `chatmon judge`: the key sent to the judge endpoint (`--api-key-env` names another variable).
+    judge_api_key: SecretStr | None = None
     metrics_port: int | None = None
     # Embedded alerting (pipeline/alerts/): on when a webhook is configured. Rules, thresholds
     # and severities live in pipeline/alerts/rules.py; alert_rules overrides numbers per rule.

@@ -21,6 +21,7 @@ from pipeline.cli import (
     db,
     eval,
     findings,
+    judge,
     models,
     policy,
     probe,
@@ -77,6 +78,7 @@ for command in (
     policy.policy_group,
     probe.probe_cmd,
     compare.compare_cmd,
+    judge.judge_group,
 ):
     cli.add_command(command)
 

@@ -152,8 +152,9 @@ def make_app(opts: WorkerOptions, procs: Processors, stats: WorkerStats) -> faus
     async def admit(messages: Any) -> list[bool]:
         return await app.consumer.admit(messages)  # type: ignore[attr-defined,no-any-return]
 
-    stage1 = Stage("stage1", procs.stage1, [contexts], stats, send_dlq,
-                   forward if procs.stage2 is not None else None, get_metrics().track, admit)
+    # The stored replies go to `phrases` even without stage 2: `chatmon judge --kafka` reads them.
+    stage1 = Stage("stage1", procs.stage1, [contexts], stats, send_dlq, forward,
+                   get_metrics().track, admit)
 
     @app.agent(turns, name="score_turns")
     async def score_turns(stream: Any) -> None:

@@ -50,7 +50,7 @@ MAX_LITERAL_CHARS = 500
 def _detectors() -> frozenset[str]:
     from detectors.registry import REGISTRY
 
-    return frozenset(REGISTRY)
+    return frozenset(REGISTRY) | {"judge"}  # judge.<criterion>: the LLM judge's findings
 
 
 def check_label(key: str, wildcard_default: bool = True) -> str:

@@ -20,6 +20,7 @@ from pipeline.report.estimates import Groups, Row
 
 Rows = list[dict[str, Any]]
 SYMBOLS = {"er": "circle", "ip": "square", "ex": "diamond"}
+DASHES = ("solid", "dash", "dot", "dashdot")  # series of one colour told apart
 MECHANISM_NAMES = {"er": "emotional reactions", "ip": "interpretations", "ex": "explorations",
                    "alignment": "emotion alignment"}
 
@@ -197,3 +198,37 @@ def ranked(rows: Rows, text: str, signal: str) -> go.Figure:
                       xaxis={"range": [0, max(shares, default=0) * 1.2 + 0.12],
                              "tickvals": [0, 0.25, 0.5, 0.75, 1], "tickformat": ".0%",
                              "title": {"text": "share of replies"}})
+
+
+def judge_agreement(rows: Rows, min_replies: int) -> go.Figure:
+    """chatmon judge against the classifiers: Cohen's kappa on flags per week, one line per
+    judge label and model (rows of dashboards.queries.JUDGE_AGREEMENT_WEEKLY); a week with
+    fewer judged replies than the minimum is left out of its line."""
+    series: dict[str, tuple[list[str], list[float | None], list[str]]] = {}
+    for r in rows:
+        xs, ys, notes = series.setdefault(r["metric"], ([], [], []))
+        n = int(r["n"])
+        xs.append(str(r["time"])[5:10])
+        ys.append(float(r["kappa"]) if r["kappa"] is not None and n >= min_replies else None)
+        notes.append(f"{r['metric']}<br>week of {str(r['time'])[:10]}: " + (
+            f"kappa {float(r['kappa']):.2f}, agreement {float(r['agreement']):.0%}, n={n}"
+            if ys[-1] is not None else f"too few judged replies (n={n})"))
+    names = lay.abbreviate(list(series))
+    traces = []
+    for i, (name, metric, (xs, ys, notes)) in enumerate(zip(names, series, series.values(),
+                                                           strict=True)):
+        colour = _judged_signal_colour(metric)
+        traces.append(go.Scatter(
+            x=xs, y=ys, name=name, mode="lines+markers", hovertext=notes, hoverinfo="text",
+            line={"color": colour, "dash": DASHES[i % len(DASHES)]},
+            marker={"color": colour, "symbol": list(SYMBOLS.values())[i % len(SYMBOLS)]}))
+    return lay.figure(traces, 6, yaxis={"range": [-0.2, 1.05], "title": {"text": "kappa"}},
+                      xaxis={"type": "category", "title": {"text": "week starting (MM-DD)"}})
+
+
+def _judged_signal_colour(metric: str) -> str:
+    """The colour of the signal a judge rubric rates (``judge.epitome_er / model`` rates
+    empathy); neutral for a rubric of no signal."""
+    rubric = metric.split(" / ", 1)[0].removeprefix("judge.")
+    signal = "empathy" if rubric.startswith("epitome") else rubric.split("_", 1)[0]
+    return palette.SIGNAL.get(signal, palette.NEUTRAL)

@@ -94,4 +94,10 @@ def panels(data: dict[str, Any]) -> list[Panel]:
         out.append(Panel("plot-templates", "Tactic templaticity",
                          "The most common tactic sequences and their share of the bot's replies.",
                          figs.ranked(data["templates"], "tactic_sequence", "repetition")))
+    if data["judge_agreement"]:
+        out.append(Panel("plot-judge-agreement", "Classifier vs LLM judge: agreement per week",
+                         "Cohen's kappa on the judge's and the classifier's flags of the same "
+                         "replies, per judge label and model (chatmon judge). A week with fewer "
+                         f"than {s.min_replies} judged replies is left out.",
+                         figs.judge_agreement(data["judge_agreement"], s.min_replies)))
     return [p for p in out if p.figure is not None or p.too_few]

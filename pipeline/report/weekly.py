@@ -71,6 +71,7 @@ def collect(engine: Engine, window: Window, s: cmp.Settings | None = None) -> di
         ("worst", q.WORST_CONVERSATIONS), ("validation", q.VALIDATION_LATEST),
         ("agreement", q.AGREEMENT))}
     data["empathy_weeks"] = _rows(engine, q.EMPATHY_WEEKS, trend)
+    data["judge_agreement"] = _rows(engine, q.JUDGE_AGREEMENT_WEEKLY, trend)
     data["conversations"] = {
         r["conversation_id"]: _rows(engine, q.CONVERSATION, window,
                                     conversation=r["conversation_id"])

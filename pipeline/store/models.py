@@ -81,6 +81,7 @@ class TurnRow(Base):
         Index("ix_turns_conversation", "conversation_id", "turn", unique=True),
         Index("ix_turns_bot_ts", "bot_id", "ts"),
         Index("ix_turns_model_ts", "model", "ts"),  # chatmon compare
+        Index("ix_turns_stored_at", "stored_at", "id"),  # chatmon judge --follow
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -201,3 +202,44 @@ class ValidationResultRow(Base):
     success: Mapped[bool]
     unexpected_count: Mapped[int | None] = mapped_column(Integer)
     observed: Mapped[dict[str, Any]]
+
+
+class JudgeCacheRow(Base):
+    """The judge's answers, keyed by a hash of (rubric and its version, judge model, the exact
+    redacted messages sent): judging the same text again costs no request (docs/judge.md)."""
+
+    __tablename__ = "judge_cache"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    rubric: Mapped[str] = mapped_column(String(80))  # criterion@version
+    model: Mapped[str] = mapped_column(String(200))
+    rating: Mapped[int] = mapped_column(Integer)
+    # The judge's short reason, redacted by the safety net before it is stored.
+    reason: Mapped[str] = mapped_column(Text)
+    tokens: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime]
+
+
+class JudgeUsageRow(Base):
+    """Requests and tokens spent per UTC day and judge model: the daily token budget holds
+    across restarts and across judge processes sharing the store."""
+
+    __tablename__ = "judge_usage"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    day: Mapped[str] = mapped_column(String(10))
+    model: Mapped[str] = mapped_column(String(200))
+    requests: Mapped[int] = mapped_column(Integer)
+    tokens: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime]
+
+
+class JudgeCursorRow(Base):
+    """How far ``chatmon judge --follow`` has read the stored turns (by ``stored_at``, then id)."""
+
+    __tablename__ = "judge_cursors"
+
+    id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    stored_at: Mapped[datetime]
+    turn_id: Mapped[str] = mapped_column(String(40))
+    updated_at: Mapped[datetime]

@@ -11,7 +11,9 @@ What it holds, so that tests can say what must be drawn:
   mentions their age (both too few); ``billing-assist-02`` answers 50 users over 65 with the
   same empathy as its other replies (within chance);
 - ``payments-concierge-03``'s toxicity jumps from 0 to 12 of 30 replies this week (a change
-  larger than chance).
+  larger than chance);
+- ``chatmon judge``'s judge.empathy on every other reply (tests/dashboards/seed.py's
+  ``judge_rows``), for the classifier-vs-judge agreement figure.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from sqlalchemy import Engine, insert
 
 from pipeline.store import db
 from pipeline.store.models import FindingRow, TurnRow
-from tests.dashboards.seed import PHRASES, SEQUENCES, _finding, _turn
+from tests.dashboards.seed import PHRASES, SEQUENCES, _finding, _turn, judge_rows
 
 END = datetime(2026, 11, 20, 18, tzinfo=UTC)
 WEEK = timedelta(days=7)
@@ -100,7 +102,7 @@ def rows(seed: int = 32) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
                     "category": group[0], "group": group[1], "cue": "self_i_am_adj"}))
             toxic = bot == TOXIC_BOT and back == 0 and c % 5 < 2
             findings += _reply_findings(rng, reply, group[2] if group else 0.0, toxic)
-    return turns, findings
+    return turns, findings + judge_rows(findings)
 
 
 def seed_wide(engine: Engine) -> tuple[int, int]:
