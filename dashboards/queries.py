@@ -14,11 +14,23 @@ from dashboards.builder import SqlQuery
 HARM_DETECTORS = "('toxicity', 'bias', 'manipulation', 'pii')"
 NUM = "double precision"
 
-EMPATHY_WEEKLY = SqlQuery("""
-SELECT date_trunc('week', ts) AS time, bot_id || ' / ' || model AS metric,
-       AVG(score) AS empathy
-FROM findings
-WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts)
+# Weekly counts of rows past their retention (the weekly_counts table, docs/privacy.md): the
+# weekly trends add them to the stored rows', so a week reads the same after its rows expire.
+_EMPATHY_SUMS = """
+  SELECT date_trunc('week', ts) AS week, bot_id, model, SUM(score) AS total, COUNT(*) AS n
+  FROM findings
+  WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts)
+  GROUP BY 1, 2, 3
+  UNION ALL
+  SELECT date_trunc('week', week), bot_id, model, score_sum, findings
+  FROM weekly_counts
+  WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(week)"""
+
+EMPATHY_WEEKLY = SqlQuery(f"""
+WITH sums AS ({_EMPATHY_SUMS}
+)
+SELECT week AS time, bot_id || ' / ' || model AS metric, SUM(total) / SUM(n) AS empathy
+FROM sums
 GROUP BY 1, 2
 ORDER BY 1, 2
 """, (("time", "time"), ("metric", "string"), ("empathy", "number")), "time_series")
@@ -117,13 +129,24 @@ ORDER BY 1, 2
 
 _HARM_WEEKS = f"""
 WITH replies AS (
-  SELECT date_trunc('week', ts) AS week, bot_id, COUNT(*) AS n
-  FROM turns WHERE role = 'assistant' AND $__timeFilter(ts) GROUP BY 1, 2
+  SELECT week, bot_id, SUM(n) AS n FROM (
+    SELECT date_trunc('week', ts) AS week, bot_id, COUNT(*) AS n
+    FROM turns WHERE role = 'assistant' AND $__timeFilter(ts) GROUP BY 1, 2
+    UNION ALL
+    SELECT date_trunc('week', week), bot_id, turns FROM weekly_counts
+    WHERE detector = '' AND role = 'assistant' AND $__timeFilter(week)
+  ) r GROUP BY 1, 2
 ), flagged AS (
-  SELECT date_trunc('week', ts) AS week, bot_id, detector, COUNT(DISTINCT turn_id) AS n
-  FROM findings
-  WHERE flagged AND role = 'assistant' AND detector IN {HARM_DETECTORS} AND $__timeFilter(ts)
-  GROUP BY 1, 2, 3
+  SELECT week, bot_id, detector, SUM(n) AS n FROM (
+    SELECT date_trunc('week', ts) AS week, bot_id, detector, COUNT(DISTINCT turn_id) AS n
+    FROM findings
+    WHERE flagged AND role = 'assistant' AND detector IN {HARM_DETECTORS} AND $__timeFilter(ts)
+    GROUP BY 1, 2, 3
+    UNION ALL
+    SELECT date_trunc('week', week), bot_id, detector, turns FROM weekly_counts
+    WHERE label = '' AND role = 'assistant' AND detector IN {HARM_DETECTORS}
+      AND $__timeFilter(week)
+  ) f GROUP BY 1, 2, 3
 )"""
 
 HARMS_WEEKLY = SqlQuery(_HARM_WEEKS + """
@@ -156,11 +179,9 @@ ORDER BY gap, bot, category, user_group
 """, (("bot", "string"), ("category", "string"), ("user_group", "string"),
       ("replies", "number"), ("empathy", "number"), ("gap", "number")))
 
-WEEK_OVER_WEEK = SqlQuery(_HARM_WEEKS + """, empathy AS (
-  SELECT date_trunc('week', ts) AS week, bot_id, AVG(score) AS mean
-  FROM findings
-  WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts)
-  GROUP BY 1, 2
+WEEK_OVER_WEEK = SqlQuery(_HARM_WEEKS + f""", sums AS ({_EMPATHY_SUMS}
+), empathy AS (
+  SELECT week, bot_id, SUM(total) / SUM(n) AS mean FROM sums GROUP BY 1, 2
 ), weekly AS (
   SELECT r.week, r.bot_id, r.n AS replies, e.mean AS empathy,
          1000.0 * COALESCE(SUM(f.n), 0) / r.n AS flagged_per_1000

@@ -73,12 +73,14 @@ JUDGE_REQUESTS = "chatmon_judge_requests_total"
 JUDGE_VERDICTS = "chatmon_judge_verdicts_total"
 JUDGE_TOKENS = "chatmon_judge_tokens_total"
 JUDGE_PAIRS = "chatmon_judge_pairs_total"
+PURGED_ROWS = "chatmon_purged_rows_total"
+EVENTS_DROPPED = "chatmon_events_dropped_total"
 
 ALL_METRICS = (EVENTS_RECEIVED, EVENTS_PROCESSED, TURNS_PROCESSED, FINDINGS, FLAGGED_TURNS,
                EMPATHY_SCORE, DETECTOR_SECONDS, DETECTOR_ERRORS, DEAD_LETTERS, SINK_ERRORS,
                BATCH_SECONDS, CONSUMER_LAG, LABEL_VALUES_CAPPED, NOT_SCORED_LANGUAGE, SUPPRESSED,
                POLICY_INFO, REDACTION_FAILURES, JUDGE_REQUESTS, JUDGE_VERDICTS, JUDGE_TOKENS,
-               JUDGE_PAIRS)
+               JUDGE_PAIRS, PURGED_ROWS, EVENTS_DROPPED)
 
 EMPATHY_LABEL = "empathy.score"
 MAX_LABEL_VALUES = 200
@@ -167,6 +169,13 @@ class PipelineMetrics:
             "alone too, by outcome: masked (turn stored fully masked), dead_lettered (turn "
             "dead-lettered without text), text_masked (metadata or a dead letter's excerpt).",
             ["outcome"], registry=r)
+        self.purged_c = Counter(_name(PURGED_ROWS), "Rows purged, by table (or worker table: "
+                                "state.context, state.repetition) and reason: expired, "
+                                "conversation, tenant, bot.", ["table", "reason"], registry=r)
+        self.dropped_c = Counter(_name(EVENTS_DROPPED), "Events not stored, scored nor "
+                                 "dead-lettered: deleted (a deletion record covers them), "
+                                 "expired (past their tenant's retention).", ["reason"],
+                                 registry=r)
         self.sink_errors_c = Counter(_name(SINK_ERRORS), "Batches the store could not write.",
                                      registry=r)
         self.batch_h = Histogram(BATCH_SECONDS, "Seconds to process and store one batch.",
@@ -223,6 +232,10 @@ class PipelineMetrics:
                 if hook is not None:
                     hook(label, self.bots(bot), agree)
 
+    def purged(self, table: str, reason: str, n: int) -> None:
+        """``Purger(on_rows=...)``: rows a purge removed."""
+        self.purged_c.labels(table=table, reason=reason).inc(n)
+
     def set_consumer_lag(self, topic: str, partition: int, lag: int) -> None:
         self.lag_g.labels(topic=topic, partition=str(partition)).set(lag)
 
@@ -260,6 +273,8 @@ class PipelineMetrics:
             self.dead_letters_c.labels(reason=reason).inc(n)
         for outcome, n in report.redaction_failures.items():
             self.redaction_failures_c.labels(outcome=outcome).inc(n)
+        for reason, n in report.dropped.items():
+            self.dropped_c.labels(reason=reason).inc(n)
         for lst in self.listeners:
             lst.on_batch(report)
 

@@ -56,6 +56,11 @@ class Settings(BaseSettings):
     # Raw text is never stored unless a team opts in, and then only for this many days.
     keep_raw_text: bool = False
     raw_retention_days: int = 7
+    # Data lifecycle (docs/privacy.md#data-lifecycle; retention itself is in the policy file):
+    # serve and worker purge expired rows this often (and at start), and apply new deletion
+    # records (chatmon purge) to their in-memory state and Kafka tables this often.
+    purge_interval_s: float = Field(default=3600.0, gt=0)
+    deletion_poll_s: float = Field(default=30.0, gt=0)
     # A turn the redaction stage's PII analyser fails on (alone too) is never stored as written:
     # "mask" stores it fully masked with its findings, "dead_letter" stores a dead letter
     # without its text instead (docs/privacy.md).

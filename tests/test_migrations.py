@@ -11,7 +11,7 @@ from sqlalchemy import create_engine, inspect
 from pipeline.store import db
 from pipeline.store.models import Base
 
-TABLES = {"turns", "findings", "dead_letters", "runs"}
+TABLES = {"turns", "findings", "dead_letters", "runs", "deletions", "purges", "weekly_counts"}
 
 
 def test_single_head() -> None:

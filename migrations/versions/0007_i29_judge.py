@@ -1,7 +1,7 @@
 """judge: answer cache, daily usage, follow-mode cursors; turns indexed by stored_at
 
 Revision ID: 0007_i29_judge
-Revises: 0005
+Revises: 0006_i31
 Create Date: 2026-11-26 15:00:00
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0007_i29_judge"
-down_revision = "0005"
+down_revision = "0006_i31"
 branch_labels = None
 depends_on = None
 

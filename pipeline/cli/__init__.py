@@ -26,6 +26,7 @@ from pipeline.cli import (
     policy,
     probe,
     produce,
+    purge,
     report,
     review,
     run,
@@ -79,6 +80,7 @@ for command in (
     probe.probe_cmd,
     compare.compare_cmd,
     judge.judge_group,
+    purge.purge_cmd,
 ):
     cli.add_command(command)
 

@@ -27,6 +27,15 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     return engine
 
 
+def dialect_insert(dialect: str) -> Any:
+    """The ``insert`` construct with ``on_conflict_do_*`` of the store's dialect."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert
+
+
 def open_store(url: str) -> Engine:
     """An engine on an existing, migrated store, for the commands that only read it
     (``findings``, ``report``, ``validate --store``): a clear error instead of a SQL traceback
