@@ -37,11 +37,11 @@ ORDER BY 1, 2
 
 # The report's empathy heatmap: EMPATHY_WEEKLY per bot and model with the number of replies, so
 # that a week with too few replies is left blank instead of drawn.
-EMPATHY_WEEKS = SqlQuery("""
-SELECT date_trunc('week', ts) AS time, bot_id AS bot, model, COUNT(*) AS replies,
-       AVG(score) AS empathy
-FROM findings
-WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts)
+EMPATHY_WEEKS = SqlQuery(f"""
+WITH sums AS ({_EMPATHY_SUMS}
+)
+SELECT week AS time, bot_id AS bot, model, SUM(n) AS replies, SUM(total) / SUM(n) AS empathy
+FROM sums
 GROUP BY 1, 2, 3
 ORDER BY 1, 2, 3
 """, (("time", "time"), ("bot", "string"), ("model", "string"), ("replies", "number"),
