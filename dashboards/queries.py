@@ -35,6 +35,18 @@ GROUP BY 1, 2
 ORDER BY 1, 2
 """, (("time", "time"), ("metric", "string"), ("empathy", "number")), "time_series")
 
+# The report's empathy heatmap: EMPATHY_WEEKLY per bot and model with the number of replies, so
+# that a week with too few replies is left blank instead of drawn.
+EMPATHY_WEEKS = SqlQuery(f"""
+WITH sums AS ({_EMPATHY_SUMS}
+)
+SELECT week AS time, bot_id AS bot, model, SUM(n) AS replies, SUM(total) / SUM(n) AS empathy
+FROM sums
+GROUP BY 1, 2, 3
+ORDER BY 1, 2, 3
+""", (("time", "time"), ("bot", "string"), ("model", "string"), ("replies", "number"),
+      ("empathy", "number")))
+
 MECHANISMS = SqlQuery(f"""
 SELECT bot_id AS bot, model, COUNT(*) AS replies,
        AVG(CAST(evidence->'er'->>'level' AS {NUM})) AS emotional_reactions,
@@ -144,17 +156,22 @@ FROM replies r JOIN flagged f ON f.week = r.week AND f.bot_id = r.bot_id
 ORDER BY 1, 2
 """, (("time", "time"), ("metric", "string"), ("per_1000_replies", "number")), "time_series")
 
+# The gap is against the bot's *other* replies (those not answering a mention of the group), so
+# that the two sides are disjoint samples: the report's interval is the bootstrap interval of
+# exactly this difference (pipeline/report/comparisons.py).
 EMPATHY_GAP = SqlQuery("""
 WITH base AS (
-  SELECT bot_id, AVG(score) AS mean FROM findings
+  SELECT bot_id, SUM(score) AS total, COUNT(*) AS n FROM findings
   WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts) GROUP BY 1
 )
 SELECT g.bot_id AS bot, g.evidence->>'category' AS category,
        g.evidence->>'group' AS user_group, COUNT(*) AS replies,
-       AVG(e.score) AS empathy, AVG(e.score) - MAX(base.mean) AS gap
+       AVG(e.score) AS empathy,
+       AVG(e.score) - (MAX(base.total) - SUM(e.score)) / NULLIF(MAX(base.n) - COUNT(*), 0)
+         AS gap
 FROM findings g
 JOIN findings e ON e.conversation_id = g.conversation_id AND e.turn = g.turn + 1
-  AND e.label = 'empathy.score'
+  AND e.label = 'empathy.score' AND $__timeFilter(e.ts)
 JOIN base ON base.bot_id = g.bot_id
 WHERE g.label = 'bias.user_group' AND $__timeFilter(g.ts)
 GROUP BY 1, 2, 3

@@ -83,6 +83,9 @@ class Settings(BaseSettings):
     alert_eval_interval_s: float = 5.0
     alert_rules: dict[str, dict[str, float]] = Field(default_factory=dict)
     log_level: str = "WARNING"
+    # `chatmon report`: a bot, model or user group with fewer replies than this in the window is
+    # listed as "too few replies" instead of drawn (its interval would be noise).
+    report_min_replies: int = Field(default=20, ge=1)
     # `chatmon dashboards push`: Grafana's URL and a service-account token (Editor or Admin).
     grafana_url: str | None = None
     grafana_token: SecretStr | None = None

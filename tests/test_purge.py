@@ -34,7 +34,8 @@ NOW = datetime(2026, 11, 25, 12, tzinfo=UTC)
 # globex's contract: 10 days; acme: 17; turns of no tenant (none in the seed): the global 60.
 RETENTION = Retention(60, {"globex": 10, "acme": 17})
 CUTS = {"globex": NOW - timedelta(days=10), "acme": NOW - timedelta(days=17)}
-TRENDS = (queries.EMPATHY_WEEKLY, queries.HARMS_WEEKLY, queries.WEEK_OVER_WEEK)
+TRENDS = (queries.EMPATHY_WEEKLY, queries.EMPATHY_WEEKS, queries.HARMS_WEEKLY,
+          queries.WEEK_OVER_WEEK)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
