@@ -8,8 +8,11 @@ and wraps; a :func:`row` starts a new full-width line.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from dashboards import palette
 
 SCHEMA_VERSION = 39
 GRID_COLUMNS = 24
@@ -74,15 +77,41 @@ class Panel:
     transformations: tuple[Json, ...] = ()
 
 
+def shades(colour: str) -> Json:
+    """Every series in a shade of ``colour`` (one signal, many bots)."""
+    return {"mode": "shades", "fixedColor": colour}
+
+
+def fixed(colour: str) -> Json:
+    return {"mode": "fixed", "fixedColor": colour}
+
+
+def colour_override(matcher: Literal["byName", "byRegexp"], pattern: str, colour: Json) -> Json:
+    """The series whose display name matches ``pattern`` drawn in ``colour``."""
+    return {"matcher": {"id": matcher, "options": pattern},
+            "properties": [{"id": "color", "value": colour}]}
+
+
+def signal_colours(matcher: Literal["byName", "byRegexp"] = "byName",
+                   pattern: str = "{signal}", colour: Callable[[str], Json] = fixed
+                   ) -> tuple[Json, ...]:
+    """One override per signal (:mod:`dashboards.palette`): the series named after it (or
+    matching ``pattern`` with ``{signal}`` filled in) in its colour, as in the report."""
+    return tuple(colour_override(matcher, pattern.format(signal=name), colour(hex_))
+                 for name, hex_ in palette.SIGNAL.items())
+
+
 def timeseries(title: str, *queries: Query, unit: str = "short", description: str = "",
-               width: int = 12, height: int = 8, bars: bool = False) -> Panel:
+               width: int = 12, height: int = 8, bars: bool = False, colour: Json | None = None,
+               overrides: tuple[Json, ...] = ()) -> Panel:
     custom: Json = {"drawStyle": "bars" if bars else "line", "lineWidth": 2, "fillOpacity": 10,
                     "showPoints": "always" if bars is False else "never", "spanNulls": True}
     return Panel("timeseries", title, queries, description, width, height, unit,
                  options={"legend": {"displayMode": "table", "placement": "bottom",
                                      "calcs": ["mean", "lastNotNull"]},
                           "tooltip": {"mode": "multi", "sort": "desc"}},
-                 field_config={"custom": custom})
+                 field_config={"custom": custom, **({"color": colour} if colour else {})},
+                 overrides=overrides)
 
 
 def table(title: str, query: Query, *, unit: str = "short", description: str = "",
@@ -104,11 +133,12 @@ def stat(title: str, query: Query, *, unit: str = "short", description: str = ""
 
 
 def bar_gauge(title: str, query: Query, *, unit: str = "percentunit", description: str = "",
-              width: int = 12, height: int = 8) -> Panel:
+              width: int = 12, height: int = 8, colour: Json | None = None) -> Panel:
     return Panel("bargauge", title, (query,), description, width, height, unit,
-                 options={"displayMode": "gradient", "orientation": "horizontal",
+                 options={"displayMode": "basic", "orientation": "horizontal",
                           "reduceOptions": {"calcs": ["lastNotNull"], "fields": "",
-                                            "values": True}})
+                                            "values": True}},
+                 field_config={"color": colour} if colour else {})
 
 
 def row(title: str) -> Panel:

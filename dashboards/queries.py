@@ -14,14 +14,38 @@ from dashboards.builder import SqlQuery
 HARM_DETECTORS = "('toxicity', 'bias', 'manipulation', 'pii')"
 NUM = "double precision"
 
-EMPATHY_WEEKLY = SqlQuery("""
-SELECT date_trunc('week', ts) AS time, bot_id || ' / ' || model AS metric,
-       AVG(score) AS empathy
-FROM findings
-WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts)
+# Weekly counts of rows past their retention (the weekly_counts table, docs/privacy.md): the
+# weekly trends add them to the stored rows', so a week reads the same after its rows expire.
+_EMPATHY_SUMS = """
+  SELECT date_trunc('week', ts) AS week, bot_id, model, SUM(score) AS total, COUNT(*) AS n
+  FROM findings
+  WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts)
+  GROUP BY 1, 2, 3
+  UNION ALL
+  SELECT date_trunc('week', week), bot_id, model, score_sum, findings
+  FROM weekly_counts
+  WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(week)"""
+
+EMPATHY_WEEKLY = SqlQuery(f"""
+WITH sums AS ({_EMPATHY_SUMS}
+)
+SELECT week AS time, bot_id || ' / ' || model AS metric, SUM(total) / SUM(n) AS empathy
+FROM sums
 GROUP BY 1, 2
 ORDER BY 1, 2
 """, (("time", "time"), ("metric", "string"), ("empathy", "number")), "time_series")
+
+# The report's empathy heatmap: EMPATHY_WEEKLY per bot and model with the number of replies, so
+# that a week with too few replies is left blank instead of drawn.
+EMPATHY_WEEKS = SqlQuery(f"""
+WITH sums AS ({_EMPATHY_SUMS}
+)
+SELECT week AS time, bot_id AS bot, model, SUM(n) AS replies, SUM(total) / SUM(n) AS empathy
+FROM sums
+GROUP BY 1, 2, 3
+ORDER BY 1, 2, 3
+""", (("time", "time"), ("bot", "string"), ("model", "string"), ("replies", "number"),
+      ("empathy", "number")))
 
 MECHANISMS = SqlQuery(f"""
 SELECT bot_id AS bot, model, COUNT(*) AS replies,
@@ -120,13 +144,24 @@ ORDER BY 1, 2
 
 _HARM_WEEKS = f"""
 WITH replies AS (
-  SELECT date_trunc('week', ts) AS week, bot_id, COUNT(*) AS n
-  FROM turns WHERE role = 'assistant' AND $__timeFilter(ts) GROUP BY 1, 2
+  SELECT week, bot_id, SUM(n) AS n FROM (
+    SELECT date_trunc('week', ts) AS week, bot_id, COUNT(*) AS n
+    FROM turns WHERE role = 'assistant' AND $__timeFilter(ts) GROUP BY 1, 2
+    UNION ALL
+    SELECT date_trunc('week', week), bot_id, turns FROM weekly_counts
+    WHERE detector = '' AND role = 'assistant' AND $__timeFilter(week)
+  ) r GROUP BY 1, 2
 ), flagged AS (
-  SELECT date_trunc('week', ts) AS week, bot_id, detector, COUNT(DISTINCT turn_id) AS n
-  FROM findings
-  WHERE flagged AND role = 'assistant' AND detector IN {HARM_DETECTORS} AND $__timeFilter(ts)
-  GROUP BY 1, 2, 3
+  SELECT week, bot_id, detector, SUM(n) AS n FROM (
+    SELECT date_trunc('week', ts) AS week, bot_id, detector, COUNT(DISTINCT turn_id) AS n
+    FROM findings
+    WHERE flagged AND role = 'assistant' AND detector IN {HARM_DETECTORS} AND $__timeFilter(ts)
+    GROUP BY 1, 2, 3
+    UNION ALL
+    SELECT date_trunc('week', week), bot_id, detector, turns FROM weekly_counts
+    WHERE label = '' AND role = 'assistant' AND detector IN {HARM_DETECTORS}
+      AND $__timeFilter(week)
+  ) f GROUP BY 1, 2, 3
 )"""
 
 HARMS_WEEKLY = SqlQuery(_HARM_WEEKS + """
@@ -136,17 +171,22 @@ FROM replies r JOIN flagged f ON f.week = r.week AND f.bot_id = r.bot_id
 ORDER BY 1, 2
 """, (("time", "time"), ("metric", "string"), ("per_1000_replies", "number")), "time_series")
 
+# The gap is against the bot's *other* replies (those not answering a mention of the group), so
+# that the two sides are disjoint samples: the report's interval is the bootstrap interval of
+# exactly this difference (pipeline/report/comparisons.py).
 EMPATHY_GAP = SqlQuery("""
 WITH base AS (
-  SELECT bot_id, AVG(score) AS mean FROM findings
+  SELECT bot_id, SUM(score) AS total, COUNT(*) AS n FROM findings
   WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts) GROUP BY 1
 )
 SELECT g.bot_id AS bot, g.evidence->>'category' AS category,
        g.evidence->>'group' AS user_group, COUNT(*) AS replies,
-       AVG(e.score) AS empathy, AVG(e.score) - MAX(base.mean) AS gap
+       AVG(e.score) AS empathy,
+       AVG(e.score) - (MAX(base.total) - SUM(e.score)) / NULLIF(MAX(base.n) - COUNT(*), 0)
+         AS gap
 FROM findings g
 JOIN findings e ON e.conversation_id = g.conversation_id AND e.turn = g.turn + 1
-  AND e.label = 'empathy.score'
+  AND e.label = 'empathy.score' AND $__timeFilter(e.ts)
 JOIN base ON base.bot_id = g.bot_id
 WHERE g.label = 'bias.user_group' AND $__timeFilter(g.ts)
 GROUP BY 1, 2, 3
@@ -154,11 +194,9 @@ ORDER BY gap, bot, category, user_group
 """, (("bot", "string"), ("category", "string"), ("user_group", "string"),
       ("replies", "number"), ("empathy", "number"), ("gap", "number")))
 
-WEEK_OVER_WEEK = SqlQuery(_HARM_WEEKS + """, empathy AS (
-  SELECT date_trunc('week', ts) AS week, bot_id, AVG(score) AS mean
-  FROM findings
-  WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts)
-  GROUP BY 1, 2
+WEEK_OVER_WEEK = SqlQuery(_HARM_WEEKS + f""", sums AS ({_EMPATHY_SUMS}
+), empathy AS (
+  SELECT week, bot_id, SUM(total) / SUM(n) AS mean FROM sums GROUP BY 1, 2
 ), weekly AS (
   SELECT r.week, r.bot_id, r.n AS replies, e.mean AS empathy,
          1000.0 * COALESCE(SUM(f.n), 0) / r.n AS flagged_per_1000
@@ -279,3 +317,30 @@ FROM s
 ORDER BY label
 """, (("label", "string"), ("n", "number"), ("agreement", "number"), ("precision", "number"),
       ("kappa", "number")))
+
+# The judge against the classifiers, per ISO week and judge label / model (chatmon judge; the
+# weekly report draws the same rows). Pairs: a judge.* finding and, on the same reply, the
+# finding of the label its rubric compares to; kappa is Cohen's on the two flags, from the
+# marginals as in AGREEMENT. chatmon review agreement adds weighted kappa and alpha.
+JUDGE_AGREEMENT_WEEKLY = SqlQuery("""
+WITH p AS (
+  SELECT date_trunc('week', j.ts) AS week,
+         j.label || ' / ' || (j.evidence->>'model') AS metric,
+         CASE WHEN j.flagged THEN 1.0 ELSE 0.0 END AS jf,
+         CASE WHEN c.flagged THEN 1.0 ELSE 0.0 END AS cf
+  FROM findings j
+  JOIN findings c ON c.turn_id = j.turn_id AND c.label = j.evidence->>'compare_to'
+  WHERE j.detector = 'judge' AND c.detector <> 'judge' AND $__timeFilter(j.ts)
+), s AS (
+  SELECT week, metric, COUNT(*) AS n,
+         AVG(CASE WHEN jf = cf THEN 1.0 ELSE 0.0 END) AS agreement,
+         AVG(jf) * AVG(cf) + (1 - AVG(jf)) * (1 - AVG(cf)) AS pe
+  FROM p
+  GROUP BY week, metric
+)
+SELECT week AS time, metric, n, agreement,
+       CASE WHEN pe < 1 THEN (agreement - pe) / (1 - pe) END AS kappa
+FROM s
+ORDER BY 1, 2
+""", (("time", "time"), ("metric", "string"), ("n", "number"), ("agreement", "number"),
+      ("kappa", "number")), "time_series")

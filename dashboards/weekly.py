@@ -10,13 +10,17 @@ from dashboards.builder import (
     Panel,
     bar_gauge,
     dashboard,
+    fixed,
     link_column,
     row,
+    shades,
+    signal_colours,
     stat,
     table,
     textbox_variable,
     timeseries,
 )
+from dashboards.palette import SIGNAL
 
 UID = "chatmon-weekly-quality"
 CONVERSATION_LINK = f"/d/{UID}/?var-conversation=${{__value.raw}}&${{__url_time_range}}"
@@ -26,26 +30,31 @@ def _empathy() -> list[Panel]:
     return [
         row("Empathy"),
         timeseries("Empathy per bot and model (weekly mean)", q.EMPATHY_WEEKLY,
-                   unit="percentunit", description="Mean empathy.score of assistant replies."),
+                   unit="percentunit", description="Mean empathy.score of assistant replies.",
+                   colour=shades(SIGNAL["empathy"])),
         timeseries("Upset users missed per bot (weekly share of replies)",
-                   q.EMPATHY_MISSED_WEEKLY, unit="percentunit",
+                   q.EMPATHY_MISSED_WEEKLY, unit="percentunit", colour=shades(SIGNAL["empathy"]),
                    description="Replies flagged empathy.missed: the user was upset and the "
-                               "reply did not engage with it (not even a generic apology "
-                               "counts in full)."),
+                               "reply did not engage with it (a generic apology does not count "
+                               "in full)."),
         timeseries("Emotion alignment per bot (weekly mean)", q.ALIGNMENT_WEEKLY,
-                   unit="percentunit",
+                   unit="percentunit", colour=shades(SIGNAL["empathy"]),
                    description="How well the reply's emotion fits the user's (0..1)."),
         timeseries("EPITOME mechanisms per bot (weekly mean level)", q.MECHANISMS_WEEKLY,
+                   colour=shades(SIGNAL["empathy"]),
                    description="Emotional reactions, interpretations, explorations: mean "
                                "level 0 (none) .. 2 (strong) per week."),
         table("EPITOME mechanisms per bot and model", q.MECHANISMS, height=8,
-              description="Mean levels (0 none, 1 weak, 2 strong) of emotional reactions, "
-                          "interpretations and explorations, emotion alignment, and "
-                          "engagement (how far the empathic sentence takes up the user's "
-                          "situation, 0..1)."),
+              description="Mean levels (0 none, 1 weak, 2 strong: strong needs a sentence "
+                          "that engages the user's situation) of emotional reactions, "
+                          "interpretations and explorations, emotion alignment, and engagement "
+                          "(0..1)."),
         table("Empathy gap between user groups", q.EMPATHY_GAP, width=24, height=7,
-              description="Empathy of the reply to a user who mentions an identity group, "
-                          "minus the bot's mean: negative means colder replies to that group."),
+              description="Empathy of the replies to users who mention an identity group, "
+                          "minus that of the bot's other replies: negative means colder "
+                          "replies to that group. A group of a few replies is noise: chatmon "
+                          "report draws each gap with its interval and lists groups under 20 "
+                          "replies as too few."),
     ]
 
 
@@ -54,10 +63,12 @@ def _repetition() -> list[Panel]:
         row("Formulaic replies"),
         table("Top stock phrases", q.STOCK_PHRASES, unit="percentunit",
               description="Share: fraction of the bot's recent replies that use the phrase."),
-        bar_gauge("Near-duplicate share of replies", q.NEAR_DUPLICATES),
+        bar_gauge("Near-duplicate share of replies", q.NEAR_DUPLICATES,
+                  colour=fixed(SIGNAL["repetition"])),
         table("Tactic templaticity", q.TEMPLATES, unit="percentunit",
               description="Most common tactic sequences (e.g. apology>info) and their share."),
         timeseries("Lexical diversity (weekly mean)", q.DIVERSITY_WEEKLY, unit="percentunit",
+                   colour=shades(SIGNAL["repetition"]),
                    description="distinct-2 of recent replies and the share of the top opener."),
     ]
 
@@ -66,7 +77,7 @@ def _harms() -> list[Panel]:
     return [
         row("Toxicity, bias, manipulation, PII"),
         timeseries("Flagged replies per 1,000 replies (weekly)", q.HARMS_WEEKLY, bars=True,
-                   width=24,
+                   width=24, overrides=signal_colours("byRegexp", ".* {signal}$", shades),
                    description="Assistant replies with at least one flagged finding of the "
                                "detector, per 1,000 assistant replies of the bot that week."),
         table("Per bot over the selected range (flagged replies per 1,000)", q.BOT_SUMMARY,
@@ -84,6 +95,13 @@ def _reviews() -> list[Panel]:
                           "the range: n reviews, agreement (present = flagged), precision "
                           "(present among flagged), Cohen's kappa. chatmon review agreement "
                           "adds inter-rater alpha and threshold suggestions."),
+        timeseries("Classifier vs LLM judge agreement per week (kappa on flags)",
+                   q.JUDGE_AGREEMENT_WEEKLY, width=24,
+                   description="chatmon judge: replies the judge rated that also have the "
+                               "finding its rubric compares to (judge.epitome_er with "
+                               "empathy.er...), per judge label and model: n, agreement and "
+                               "kappa on the two flags. A drop means the bot, the classifier "
+                               "or the judge changed (alert ChatmonJudgeAgreementDrop)."),
     ]
 
 

@@ -82,6 +82,12 @@ class DictStateStore:
     def set(self, key: str, value: Any) -> None:
         self._data[key] = value
 
+    def keys(self) -> list[str]:
+        return list(self._data)
+
+    def delete(self, key: str) -> None:
+        self._data.pop(key, None)
+
 
 @dataclass(frozen=True, slots=True)
 class Context:

@@ -7,8 +7,9 @@ Two users:
   with ``OnnxSequenceClassifier``.
 
 Export happens once per model and is cached as files under ``cache_dir`` (default
-``~/.cache/chatmon/onnx``), keyed by a hash of the model's config and weight files, so nothing is
-downloaded and a second worker reuses the first one's files. Files are written to a temporary
+``~/.cache/chatmon/onnx``, under whatever ``HOME`` names), keyed by a hash
+of the model's config and weight files, so nothing is downloaded and a second worker reuses the
+first one's files. Files are written to a temporary
 name and renamed, so concurrent workers never read a half-written model.
 
 Quantization: weights of every MatMul int8, per output channel (per-tensor int8 moved some
@@ -41,6 +42,9 @@ EXPORT_VERSION = "1"  # bump when the export recipe changes: old cache entries a
 
 
 def default_cache_dir() -> Path:
+    """``~/.cache/chatmon/onnx``: it follows ``HOME``, which an image points at a read-only
+    folder holding its build-time exports (deploy/Dockerfile); a child process (the PII
+    analyser's) inherits ``HOME``, so it finds the same files."""
     return Path.home() / ".cache" / "chatmon" / "onnx"
 
 
@@ -63,6 +67,9 @@ def atomic_write(path: Path, write: Callable[[Path], object]) -> Path:
     os.close(fd)
     try:
         write(Path(tmp))
+        # mkstemp makes the file 0600: readable by other users too (an image's cache is written
+        # at build time by root and read by the unprivileged user that runs chatmon).
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -84,7 +91,9 @@ def export_and_quantize(module: Any, sample: dict[str, Any], output_names: Seque
         from onnxruntime.quantization import QuantType, quantize_dynamic
         from onnxruntime.transformers.optimizer import optimize_model
     except ImportError as exc:
-        raise DetectorError("the onnx-int8 backend needs: pip install 'chatmon[models]'") from exc
+        raise DetectorError(f"no int8 ONNX export at {dest}, and making one needs torch and onnx "
+                            "(pip install 'chatmon[models]'); an image without torch must be "
+                            "built with `chatmon models warm` for the detectors it runs") from exc
     names = list(sample)
     axes = {n: {0: "batch", 1: "seq"} for n in [*names, *output_names]}
     with (tempfile.TemporaryDirectory(dir=dest.parent if dest.parent.exists() else None) as tmp,

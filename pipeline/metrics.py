@@ -21,7 +21,8 @@ default registry):
   ``render_latest()`` (body and content type).
 
 Listeners (the embedded alert engine) receive the same events: ``get_metrics().add_listener(x)``
-where ``x`` has ``received(n)``, ``on_batch(report)`` and ``sink_error()``.
+where ``x`` has ``received(n)``, ``on_batch(report)`` and ``sink_error()``, and optionally
+``judged(label, bot, agree)`` (the judge's agreement with the classifiers).
 """
 
 from __future__ import annotations
@@ -66,11 +67,20 @@ NOT_SCORED_LANGUAGE = "chatmon_turns_not_scored_language_total"
 SUPPRESSED = "chatmon_findings_suppressed_total"
 POLICY_INFO = "chatmon_policy_info"
 REDACTION_FAILURES = "chatmon_redaction_failures_total"
+# The judge (pipeline/judge/, docs/judge.md): requests by outcome, verdicts by where they came
+# from, tokens, and judge-vs-classifier pairs (agree = same flag) for the agreement alert.
+JUDGE_REQUESTS = "chatmon_judge_requests_total"
+JUDGE_VERDICTS = "chatmon_judge_verdicts_total"
+JUDGE_TOKENS = "chatmon_judge_tokens_total"
+JUDGE_PAIRS = "chatmon_judge_pairs_total"
+PURGED_ROWS = "chatmon_purged_rows_total"
+EVENTS_DROPPED = "chatmon_events_dropped_total"
 
 ALL_METRICS = (EVENTS_RECEIVED, EVENTS_PROCESSED, TURNS_PROCESSED, FINDINGS, FLAGGED_TURNS,
                EMPATHY_SCORE, DETECTOR_SECONDS, DETECTOR_ERRORS, DEAD_LETTERS, SINK_ERRORS,
                BATCH_SECONDS, CONSUMER_LAG, LABEL_VALUES_CAPPED, NOT_SCORED_LANGUAGE, SUPPRESSED,
-               POLICY_INFO, REDACTION_FAILURES)
+               POLICY_INFO, REDACTION_FAILURES, JUDGE_REQUESTS, JUDGE_VERDICTS, JUDGE_TOKENS,
+               JUDGE_PAIRS, PURGED_ROWS, EVENTS_DROPPED)
 
 EMPATHY_LABEL = "empathy.score"
 MAX_LABEL_VALUES = 200
@@ -159,6 +169,13 @@ class PipelineMetrics:
             "alone too, by outcome: masked (turn stored fully masked), dead_lettered (turn "
             "dead-lettered without text), text_masked (metadata or a dead letter's excerpt).",
             ["outcome"], registry=r)
+        self.purged_c = Counter(_name(PURGED_ROWS), "Rows purged, by table (or worker table: "
+                                "state.context, state.repetition) and reason: expired, "
+                                "conversation, tenant, bot.", ["table", "reason"], registry=r)
+        self.dropped_c = Counter(_name(EVENTS_DROPPED), "Events not stored, scored nor "
+                                 "dead-lettered: deleted (a deletion record covers them), "
+                                 "expired (past their tenant's retention).", ["reason"],
+                                 registry=r)
         self.sink_errors_c = Counter(_name(SINK_ERRORS), "Batches the store could not write.",
                                      registry=r)
         self.batch_h = Histogram(BATCH_SECONDS, "Seconds to process and store one batch.",
@@ -167,6 +184,19 @@ class PipelineMetrics:
                            ["topic", "partition"], registry=r)
         self.capped_c = Counter(_name(LABEL_VALUES_CAPPED), "Label values replaced by 'other' "
                                 "because the label reached its cap.", ["label"], registry=r)
+        self.judge_requests_c = Counter(
+            _name(JUDGE_REQUESTS), "Judge requests by outcome: ok, unusable (an answer that is "
+            "not the JSON asked for), refused (4xx), unavailable (after retries), "
+            "over_budget (not sent).", ["model", "outcome"], registry=r)
+        self.judge_verdicts_c = Counter(_name(JUDGE_VERDICTS), "judge.* findings stored, by "
+                                        "source: endpoint or cache.", ["label", "source"],
+                                        registry=r)
+        self.judge_tokens_c = Counter(_name(JUDGE_TOKENS), "Tokens the judge endpoint "
+                                      "reported (or estimated where it did not).", ["model"],
+                                      registry=r)
+        self.judge_pairs_c = Counter(_name(JUDGE_PAIRS), "Judged replies that also have the "
+                                     "rubric's classifier finding; agree=true when both flag or "
+                                     "neither does.", ["label", "bot", "agree"], registry=r)
 
     def add_listener(self, listener: Listener) -> None:
         self.listeners.append(listener)
@@ -184,6 +214,27 @@ class PipelineMetrics:
         self.sink_errors_c.inc()
         for lst in self.listeners:
             lst.sink_error()
+
+    def judge_request(self, model: str, outcome: str, tokens: int = 0) -> None:
+        self.judge_requests_c.labels(model=model, outcome=outcome).inc()
+        if tokens:
+            self.judge_tokens_c.labels(model=model).inc(tokens)
+
+    def judged(self, label: str, source: str, bot: str | None, agree: bool | None) -> None:
+        """One judge.* finding stored; ``agree``: whether it agrees with the classifier's flag
+        (None: the turn has no finding of the rubric's classifier label)."""
+        self.judge_verdicts_c.labels(label=label, source=source).inc()
+        if agree is not None:
+            self.judge_pairs_c.labels(label=label, bot=self.bots(bot),
+                                      agree=str(agree).lower()).inc()
+            for lst in self.listeners:
+                hook = getattr(lst, "judged", None)
+                if hook is not None:
+                    hook(label, self.bots(bot), agree)
+
+    def purged(self, table: str, reason: str, n: int) -> None:
+        """``Purger(on_rows=...)``: rows a purge removed."""
+        self.purged_c.labels(table=table, reason=reason).inc(n)
 
     def set_consumer_lag(self, topic: str, partition: int, lag: int) -> None:
         self.lag_g.labels(topic=topic, partition=str(partition)).set(lag)
@@ -222,6 +273,8 @@ class PipelineMetrics:
             self.dead_letters_c.labels(reason=reason).inc(n)
         for outcome, n in report.redaction_failures.items():
             self.redaction_failures_c.labels(outcome=outcome).inc(n)
+        for reason, n in report.dropped.items():
+            self.dropped_c.labels(reason=reason).inc(n)
         for lst in self.listeners:
             lst.on_batch(report)
 

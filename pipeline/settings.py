@@ -56,6 +56,11 @@ class Settings(BaseSettings):
     # Raw text is never stored unless a team opts in, and then only for this many days.
     keep_raw_text: bool = False
     raw_retention_days: int = 7
+    # Data lifecycle (docs/privacy.md#data-lifecycle; retention itself is in the policy file):
+    # serve and worker purge expired rows this often (and at start), and apply new deletion
+    # records (chatmon purge) to their in-memory state and Kafka tables this often.
+    purge_interval_s: float = Field(default=3600.0, gt=0)
+    deletion_poll_s: float = Field(default=30.0, gt=0)
     # A turn the redaction stage's PII analyser fails on (alone too) is never stored as written:
     # "mask" stores it fully masked with its findings, "dead_letter" stores a dead letter
     # without its text instead (docs/privacy.md).
@@ -64,6 +69,8 @@ class Settings(BaseSettings):
     serve_token: SecretStr | None = None
     # `chatmon probe`: the key sent to the bot under test (`--api-key-env` names another variable).
     probe_api_key: SecretStr | None = None
+    # `chatmon judge`: the key sent to the judge endpoint (`--api-key-env` names another variable).
+    judge_api_key: SecretStr | None = None
     metrics_port: int | None = None
     # Embedded alerting (pipeline/alerts/): on when a webhook is configured. Rules, thresholds
     # and severities live in pipeline/alerts/rules.py; alert_rules overrides numbers per rule.
@@ -76,6 +83,9 @@ class Settings(BaseSettings):
     alert_eval_interval_s: float = 5.0
     alert_rules: dict[str, dict[str, float]] = Field(default_factory=dict)
     log_level: str = "WARNING"
+    # `chatmon report`: a bot, model or user group with fewer replies than this in the window is
+    # listed as "too few replies" instead of drawn (its interval would be noise).
+    report_min_replies: int = Field(default=20, ge=1)
     # `chatmon dashboards push`: Grafana's URL and a service-account token (Editor or Admin).
     grafana_url: str | None = None
     grafana_token: SecretStr | None = None

@@ -53,7 +53,7 @@ class Chromium:
         self._lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
         self.width, self.height = width, height
-        self.session = ""
+        self.session = self.target = ""
 
     def _read(self) -> None:
         buf = b""
@@ -84,8 +84,11 @@ class Chromium:
         return reply["result"]
 
     def open(self, url: str, timeout: float = 60) -> None:
-        """A fresh tab on ``url``, waiting for its load event."""
+        """A fresh tab on ``url`` (closing the one before), waiting for its load event."""
+        if self.target:
+            self.send("Target.closeTarget", {"targetId": self.target}, session=False)
         target = self.send("Target.createTarget", {"url": "about:blank"}, session=False)
+        self.target = target["targetId"]
         self.session = self.send("Target.attachToTarget", {"targetId": target["targetId"],
                                                            "flatten": True},
                                  session=False)["sessionId"]
@@ -97,11 +100,13 @@ class Chromium:
         self.wait_for_event("Page.loadEventFired", timeout)
 
     def wait_for_event(self, method: str, timeout: float) -> dict[str, Any]:
+        """The first ``method`` event of the current tab (a browser that opened several pages
+        holds the events of the earlier tabs too)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self._lock:
                 for ev in self.events:
-                    if ev.get("method") == method:
+                    if ev.get("method") == method and ev.get("sessionId", "") == self.session:
                         return ev
             time.sleep(0.05)
         raise TimeoutError(method)
@@ -142,13 +147,16 @@ class Chromium:
             return [ev["params"]["request"]["url"] for ev in self.events
                     if ev.get("method") == "Network.requestWillBeSent"]
 
-    def screenshot(self, path: Path) -> Path:
-        """A PNG of the whole page (not just the viewport)."""
+    def screenshot(self, path: Path, clip: dict[str, float] | None = None) -> Path:
+        """A PNG of the whole page (not just the viewport), or of ``clip`` (page pixels: x, y,
+        width, height, and scale, e.g. 0.5 for a picture half as wide)."""
         height = int(self.evaluate("document.documentElement.scrollHeight"))
         self.send("Emulation.setDeviceMetricsOverride", {
             "width": self.width, "height": height, "deviceScaleFactor": 1, "mobile": False})
-        data = self.send("Page.captureScreenshot", {"format": "png",
-                                                    "captureBeyondViewport": True})["data"]
+        params: dict[str, Any] = {"format": "png", "captureBeyondViewport": True}
+        if clip is not None:
+            params["clip"] = {"scale": 1, **clip}
+        data = self.send("Page.captureScreenshot", params)["data"]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(data))
         return path

@@ -1,8 +1,8 @@
 """deploy/: the Dockerfile, compose stack and Kubernetes manifests parse, and their
 cross-references hold: image names and tags, ports, the CHATMON_* variables the code really
 reads (from ``Settings.model_fields``), probe paths that the worker serves, the commands the CLI
-has, the files the Prometheus/Alertmanager/Grafana containers mount. No Docker engine or cluster
-runs here, so nothing is started."""
+has, the files the Prometheus/Alertmanager/Grafana containers mount. tests/deploy/ builds the
+images and starts them (and validates the manifests against the Kubernetes schemas)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from pipeline.settings import Settings
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 K8S = DEPLOY / "k8s"
-IMAGE = f"chatmon:{__version__}"
+IMAGE = f"chatmon:{__version__}"  # Kubernetes: the image pushed to a registry
+LOCAL_IMAGE = "localhost/chatmon:latest"  # compose: the one `make image` builds
 WORKER_PORT = Settings().worker_web_port
 # The variables chatmon reads: every Settings field, plus CHATMON_CONFIG (the --config option).
 KNOWN_ENV = {f"CHATMON_{name.upper()}" for name in Settings.model_fields} | {"CHATMON_CONFIG"}
@@ -48,20 +49,25 @@ def chatmon_services() -> dict[str, dict[str, Any]]:
 
 def test_compose_has_the_stack() -> None:
     services = compose()["services"]
-    assert {"kafka", "postgres", "prometheus", "alertmanager", "grafana"} <= set(services)
-    assert "zookeeper" not in services
-    kafka_env = services["kafka"]["environment"]
-    assert "controller" in kafka_env["KAFKA_PROCESS_ROLES"]  # KRaft mode
-    assert "apache/kafka" in services["kafka"]["image"]
+    assert {"broker", "postgres", "prometheus", "alertmanager", "grafana"} <= set(services)
+    # Every service but the optional Grafana runs an image built here, from deploy/.
+    for name, svc in services.items():
+        if name == "grafana":
+            assert svc["profiles"] == ["grafana"]
+            continue
+        assert svc["image"].startswith("localhost/chatmon"), name
+    for svc in services.values():
+        if "build" in svc:
+            assert (DEPLOY / svc["build"]["context"] / svc["build"]["dockerfile"]).is_file()
+    assert services["broker"]["environment"]["ADVERTISED_LISTENER_URL"] == "tcp://broker:9092"
     workers = [n for n, s in services.items() if s.get("command", [None])[0] == "worker"]
     assert len(workers) >= 2
 
 
 def test_images_are_the_one_chatmon_image_of_this_version() -> None:
-    images = {s["image"] for s in chatmon_services().values()}
-    images |= {c["image"] for doc in manifests().values()
-               for c in _pod(doc).get("containers", [])}
-    assert images == {IMAGE}
+    assert {s["image"] for s in chatmon_services().values()} == {LOCAL_IMAGE}
+    assert {c["image"] for doc in manifests().values()
+            for c in _pod(doc).get("containers", [])} == {IMAGE}
     builders = [s for s in chatmon_services().values() if "build" in s]
     assert len(builders) == 1 and builders[0]["build"]["dockerfile"] == "deploy/Dockerfile"
     assert (DEPLOY / builders[0]["build"]["context"] / "pyproject.toml").is_file()
@@ -141,17 +147,20 @@ def test_hpa_targets_the_workers_and_never_exceeds_the_partitions() -> None:
         p.name for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml")
 
 
-def test_dockerfile_prefetches_models_and_runs_as_non_root() -> None:
+def test_dockerfile_warms_the_models_and_runs_as_non_root() -> None:
     text = (DEPLOY / "Dockerfile").read_text()
-    assert "RUN chatmon models fetch" in text
+    assert "RUN HOME=/opt/chatmon/home chatmon models warm" in text
+    assert "HOME=/opt/chatmon/home" in text.split("AS runtime")[1]  # where the exports are
     users = re.findall(r"^USER\s+(\S+)", text, re.M)
     assert users and users[-1] not in ("root", "0")
     assert f"EXPOSE {WORKER_PORT}" in text
-    assert f"127.0.0.1:{WORKER_PORT}{HEALTH_PATH}" in text
-    assert 'ENTRYPOINT ["chatmon"]' in text
+    assert f"CHATMON_WORKER_WEB_PORT={WORKER_PORT}" in text
+    assert HEALTH_PATH in (DEPLOY / "healthcheck.py").read_text()
+    assert 'ENTRYPOINT ["tini", "--", "chatmon"]' in text
     assert "HF_HUB_OFFLINE=1" in text
-    for copied in re.findall(r"^COPY (\S+)", text, re.M):
-        assert (DEPLOY.parent / copied).exists(), copied
+    for copied in re.findall(r"^COPY (?!--from)(.+) \S+$", text, re.M):
+        for path in copied.split():
+            assert (DEPLOY.parent / path).exists(), path
 
 
 def _commands() -> list[list[str]]:

@@ -11,7 +11,7 @@ from sqlalchemy import create_engine, inspect
 from pipeline.store import db
 from pipeline.store.models import Base
 
-TABLES = {"turns", "findings", "dead_letters", "runs"}
+TABLES = {"turns", "findings", "dead_letters", "runs", "deletions", "purges", "weekly_counts"}
 
 
 def test_single_head() -> None:
@@ -46,3 +46,21 @@ def test_every_revision_steps_down_and_up(sqlite_url: str) -> None:
     for rev in revisions:
         db.upgrade(sqlite_url, rev)
     assert db.is_current(db.make_engine(sqlite_url))
+
+
+def test_wait_for_returns_once_the_database_answers_and_gives_up_with_a_clear_error(
+        sqlite_url: str) -> None:
+    """`chatmon db upgrade --wait`: a reachable store returns at once; an unreachable one
+    (a closed loopback port) raises StoreUnavailable after the timeout, without the URL."""
+    import socket
+
+    from pipeline.errors import StoreUnavailable
+
+    assert db.wait_for(sqlite_url, 5) < 1.0
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: nothing listens there
+    url = f"postgresql+psycopg://chatmon:s3cret@127.0.0.1:{port}/chatmon"
+    with pytest.raises(StoreUnavailable, match="within 1.5 s") as err:
+        db.wait_for(url, 1.5, every_s=0.5)
+    assert "s3cret" not in str(err.value) and str(port) not in str(err.value)

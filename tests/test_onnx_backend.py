@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 
 from detectors.base import DetectorError
-from detectors.onnx_backend import OnnxSequenceClassifier, model_key, sorted_batches
+from detectors.onnx_backend import (
+    OnnxSequenceClassifier,
+    atomic_write,
+    model_key,
+    sorted_batches,
+)
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -111,3 +116,10 @@ def test_minilm_int8_encoder_agrees_with_torch() -> None:
     assert cos.min() > 0.9 and cos.mean() > 0.97
     # Not a copy of the reference: quantization changed the numbers.
     assert not np.allclose(got, ref, atol=1e-5)
+
+
+def test_cache_files_are_readable_by_other_users(tmp_path: Path) -> None:
+    """An image's exports are written by root at build time and read by an unprivileged user."""
+    out = atomic_write(tmp_path / "m.onnx", lambda tmp: tmp.write_bytes(b"x"))
+    assert out.stat().st_mode & 0o777 == 0o644
+

@@ -1,7 +1,7 @@
 """chatmon report: one self-contained HTML file (plotly.js inline, nothing fetched), checked in
 headless Chromium (Debian's /usr/bin/chromium over the DevTools pipe): it loads with no console
-errors, every plot renders an svg, and a screenshot is taken (into docs/img/report.png with
-CHATMON_UPDATE_SCREENSHOTS=1)."""
+errors and every plot renders an svg. How it reads at each width, and the screenshot in the
+docs: tests/report/test_report_layout.py."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from click.testing import CliRunner
 from sqlalchemy import Engine
 
 from pipeline.cli import cli
-from pipeline.report.weekly import Window, changes, default_window, render
+from pipeline.report.weekly import Window, default_window, render
 from pipeline.store import db
-from tests.browser import CHROMIUM, Chromium, shot_path
+from tests.browser import CHROMIUM, Chromium
 from tests.dashboards.seed import seed_store
 
 ROOT = Path(__file__).resolve().parents[1]
-N_PLOTS = 8  # seven figures and, since issue 27, the weekly share of upset users missed
+N_PLOTS = 12  # every figure but the empathy gap (its groups all have too few replies)
 
 
 @pytest.fixture(scope="module")
@@ -80,20 +80,6 @@ def test_report_shows_every_section(report: Path) -> None:
     assert len(links) == 10 and all(f'<section id="conv-{c}">' in html for c in links)
 
 
-def test_changes_are_this_week_minus_the_week_before() -> None:
-    now = [{"bot": "a", "replies": 10, "empathy": 0.5, "toxicity": 100.0, "bias": 0.0,
-            "manipulation": 0.0, "pii": 0.0},
-           {"bot": "new", "replies": 3, "empathy": None, "toxicity": 0.0, "bias": 0.0,
-            "manipulation": 0.0, "pii": 0.0}]
-    before = [{"bot": "a", "replies": 8, "empathy": 0.6, "toxicity": 25.0, "bias": 0.0,
-               "manipulation": 10.0, "pii": 0.0}]
-    a, new = changes(now, before)
-    assert a["empathy_change"] == pytest.approx(-0.1)
-    assert a["toxicity_change"] == pytest.approx(75.0)
-    assert a["manipulation_change"] == pytest.approx(-10.0)
-    assert new["empathy_change"] is None and new["toxicity_change"] is None
-
-
 def test_cli_report_writes_the_file_and_prints_its_path(store: tuple[str, Engine],
                                                         tmp_path: Path) -> None:
     url, _ = store
@@ -120,11 +106,8 @@ def test_report_renders_in_headless_chromium(report: Path, tmp_path: Path) -> No
         assert all(n >= 1 for n in traces)
         assert browser.errors() == []
         assert all(u.startswith(("file:", "data:")) for u in browser.requested_urls())
-        shot = browser.screenshot(shot_path("report.png", tmp_path))
     finally:
         browser.close()
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert shot.stat().st_size > 50_000
 
 
 def test_report_on_postgresql(postgres_url: str) -> None:

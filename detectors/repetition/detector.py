@@ -32,14 +32,15 @@ being counted again.
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from datetime import datetime
 from typing import Any
 
 from detectors.base import DictStateStore, Example, Finding, ScoringInput, StateStore, Turn
 from detectors.features import SENTENCES
+from detectors.repetition import erase
 from detectors.repetition.sketch import MinHasher
-from detectors.repetition.state import BotState, Config
+from detectors.repetition.state import BotState, Config, conversation_hash, readable
 from detectors.repetition.text import Analysis, analyse, decode_sequence, encode_sequence
 
 NAME = "repetition"
@@ -51,6 +52,16 @@ MIN_TOKENS_NEAR_DUPLICATE = 4  # shorter replies ("Thanks!") are not compared
 def state_key(turn: Turn) -> str:
     """The state store key of a turn's bot: one state per (tenant, bot)."""
     return f"{NAME}/{turn.tenant or ''}/{turn.bot_id or ''}"
+
+
+def state_owner(key: str) -> tuple[str, str] | None:
+    """(tenant, bot) of a ``state_key``; None for another detector's key. A tenant name with a
+    '/' in it is read up to the slash."""
+    prefix, _, rest = key.partition("/")
+    if prefix != NAME or "/" not in rest:
+        return None
+    tenant, _, bot = rest.partition("/")
+    return tenant, bot
 
 
 class RepetitionDetector:
@@ -109,10 +120,31 @@ class RepetitionDetector:
             return cached[1]
         return BotState.from_json(self.cfg, value) if value else BotState(self.cfg)
 
+    state_owner = staticmethod(state_owner)
+
+    def forget(self, value: Any, conversations: Collection[int] = (),
+               before: datetime | None = None) -> tuple[Any | None, int]:
+        """A stored state without these conversations (``conversation_hash`` values) and, with
+        ``before``, without replies older than it: (the new value, entries removed). The value
+        is returned as it was when nothing went, and None when it is of another state version
+        or sketch layout (the detector would start afresh anyway: delete it).
+
+        Cached working copies are dropped: the next batch reads the store again."""
+        self._cache.clear()
+        if not value:
+            return value, 0
+        if not readable(self.cfg, value):
+            return None, 1
+        st = BotState.from_json(self.cfg, value)
+        n = erase.forget(st, conversations)
+        if before is not None:
+            n += erase.expire_before(st, before.timestamp())
+        return (st.to_json() if n else value), n
+
     def _score_one(self, item: ScoringInput, st: BotState) -> list[Finding]:
         turn = item.turn
         a = analyse(turn.text, item.context.features.get(SENTENCES), self.ngram)
-        conv = zlib.crc32(turn.conversation_id.encode())
+        conv = conversation_hash(turn.conversation_id)
         sig = self._hasher.signature(a.shingles)
         match = st.nearest(sig, conv) if a.tokens.size >= MIN_TOKENS_NEAR_DUPLICATE else None
         near = match is not None and match.similarity >= self.cfg.near_duplicate_jaccard

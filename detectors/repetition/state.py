@@ -4,7 +4,8 @@ One ``BotState`` per (tenant, bot). Memory is bounded by the options, whatever t
 
 - the window: the last ``max_replies`` replies younger than ``window_s`` seconds, as ring
   buffers of small numbers per reply (time, turn, conversation, opener, sequence, sizes and an
-  8-bit MinHash signature); no reply text is kept;
+  8-bit MinHash signature); no reply text is kept. A reply removed on request
+  (``detectors/repetition/erase.py``) stays as a tombstone (turn -1, zeros) until it leaves;
 - phrase candidates seen in one conversation so far: an LRU of at most ``max_candidates``
   (key, conversation, last reply, uses) rows;
 - confirmed stock phrases (seen in two or more conversations): at most ``max_phrases``, each
@@ -16,11 +17,16 @@ One ``BotState`` per (tenant, bot). Memory is bounded by the options, whatever t
 
 ``to_json``/``from_json`` give a JSON-serialisable dict (numbers as base64 numpy buffers) that
 a faust Table can hold; a round trip is lossless.
+
+Conversations are known by :func:`conversation_hash`, the first 32 bits of the SHA-256 of the
+id: the pipeline's deletion records keep that digest (never the id), so a worker can find a
+deleted conversation's entries from the record alone.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,10 +43,21 @@ from detectors.repetition.sketch import (
 from detectors.repetition.text import Analysis, encode_sequence
 from detectors.repetition.window import DistinctN, Phrases, TopCounter, WindowStats
 
-STATE_VERSION = 1
+# 2: conversations hashed by SHA-256 (was CRC-32), so a deletion record can name them.
+STATE_VERSION = 2
 CONTEXT_BYTES = 32 * 1024
 _ROWS: dict[str, str] = {"ts": "f8", "turn": "i4", "conv": "u4", "opener": "i8", "tmpl": "u4",
                          "nd": "u1", "raw": "u4", "comp": "u4"}
+
+
+def conversation_hash(conversation_id: str) -> int:
+    """The state's 32-bit name for a conversation (see the module docstring)."""
+    return digest_hash(hashlib.sha256(conversation_id.encode()).hexdigest())
+
+
+def digest_hash(sha256_hex: str) -> int:
+    """:func:`conversation_hash` from the conversation id's SHA-256 hex digest."""
+    return int(sha256_hex[:8], 16)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +101,7 @@ class BotState:
         # Derived from the rows (rebuilt by from_json, never serialised):
         self.alive = np.zeros(self.cap, dtype=bool)
         self.sums = {"raw": 0, "comp": 0, "nd": 0}
+        self.replies = 0  # live rows that are not tombstones
         self.openers = TopCounter()
         self.templates = TopCounter()
         self.distinct = DistinctN()
@@ -148,7 +166,11 @@ class BotState:
                      a.shingles if a.tokens.size > 1 else a.shingles[:0])
 
     def _expire(self, now: float) -> None:
-        horizon = now - self.cfg.window_s
+        self.expire_to(now - self.cfg.window_s)
+
+    def expire_to(self, horizon: float) -> None:
+        """Drop the oldest rows while the window is over its size or they are older than
+        ``horizon`` (a timestamp)."""
         moved = False
         while self.first < self.seq and (
             self.seq - self.first > self.cfg.max_replies
@@ -171,7 +193,7 @@ class BotState:
         return sum(int(v["n"]) for b, v in self.blocks.items() if b >= oldest)
 
     def stats(self) -> WindowStats:
-        n = self.seq - self.first
+        n = self.replies
         oldest = self.first // self.cfg.block_size
         current = max(oldest, (self.seq - 1) // self.cfg.block_size)
         d1, d2 = self.distinct.compute(self.blocks, self.hll, oldest, current)
@@ -208,7 +230,7 @@ class BotState:
     @classmethod
     def from_json(cls, cfg: Config, data: dict[str, Any]) -> BotState:
         st = cls(cfg)
-        if data.get("v") != STATE_VERSION or data.get("layout") != _layout(cfg):
+        if not readable(cfg, data):
             return st  # another version or sketch layout starts afresh rather than misreading
         st.seq, st.first = int(data["seq"]), int(data["first"])
         st.first = max(st.first, st.seq - cfg.max_replies)  # options may have shrunk
@@ -231,7 +253,12 @@ class BotState:
         return st
 
     def _count_row(self, row: int, sign: int) -> None:
-        """Add (sign 1) or remove (sign -1) a row in the derived structures."""
+        """Add (sign 1) or remove (sign -1) a row in the derived structures (a tombstone is
+        in none of them)."""
+        if self.rows["turn"][row] < 0:
+            self.alive[row] = False
+            return
+        self.replies += sign
         key = (int(self.rows["conv"][row]), int(self.rows["turn"][row]))
         if sign > 0:
             self.seen.add(key)
@@ -242,6 +269,11 @@ class BotState:
             self.sums[name] += sign * int(self.rows[name][row])
         self.openers.add(int(self.rows["opener"][row]), sign)
         self.templates.add(int(self.rows["tmpl"][row]), sign)
+
+
+def readable(cfg: Config, data: dict[str, Any]) -> bool:
+    """Whether ``data`` was written by this state version under these sketch options."""
+    return data.get("v") == STATE_VERSION and data.get("layout") == _layout(cfg)
 
 
 def _layout(cfg: Config) -> list[int]:

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pipeline.alerts import kinds as k
-from pipeline.alerts.rules import RATIO_KINDS, AlertRule
+from pipeline.alerts.rules import LONG_KINDS, RATIO_KINDS, AlertRule
 from pipeline.alerts.windows import Buckets, Mark, labels_of
 from pipeline.metrics import EMPATHY_LABEL, LabelCap
 
@@ -78,9 +78,9 @@ class AlertEngine:
 
     def __post_init__(self) -> None:
         self.rules = [r for r in self.rules if r.embedded]
-        short = max((r.window_s for r in self.rules), default=300.0)
-        bucket = max(min((r.window_s for r in self.rules), default=60.0)
-                     / SHORT_BUCKETS_PER_WINDOW, 0.05)
+        fine = [r.window_s for r in self.rules if r.kind not in LONG_KINDS]
+        short = max(fine, default=300.0)
+        bucket = max(min(fine, default=60.0) / SHORT_BUCKETS_PER_WINDOW, 0.05)
         baseline = max((r.baseline_s for r in self.rules), default=0.0)
         self.observed = k.Observed(Buckets(bucket, short),
                                    Buckets(min(BASELINE_BUCKET_S, baseline / 24 or 1.0),
@@ -105,6 +105,13 @@ class AlertEngine:
         with self._lock:
             self._record(report, now)
         self.evaluate()
+
+    def judged(self, label: str, bot: str, agree: bool) -> None:
+        """A judge.* finding with its classifier counterpart (``PipelineMetrics.judged``)."""
+        now = self.clock()
+        with self._lock:
+            self.observed.long.add(k.JUDGE_PAIRS, labels_of(label=label, bot=bot,
+                                                            agree=str(agree).lower()), now)
 
     def _record(self, report: BatchReport, now: float) -> None:
         o = self.observed

@@ -24,6 +24,7 @@ DEAD_LETTERS = "dead_letters"
 DETECTOR_ERRORS = "detector_errors"
 SINK_ERRORS = "sink_errors"
 REDACTION_FAILURES = "redaction_failures"
+JUDGE_PAIRS = "judge_pairs"  # labels: label, bot, agree
 
 
 @dataclass
@@ -135,8 +136,31 @@ def redaction_failures(rule: AlertRule, o: Observed, now: float) -> list[Hit]:
     return [Hit({}, n, {"redaction_failures": n})] if n >= rule.threshold else []
 
 
+def _agreed(rule: AlertRule, store: Buckets, window_s: float,
+            now: float) -> dict[Group, tuple[float, float]]:
+    total = store.sum_by(JUDGE_PAIRS, rule.by, window_s, now)
+    agree = store.sum_by(JUDGE_PAIRS, rule.by, window_s, now, {"agree": "true"})
+    return {g: (agree.get(g, (0.0, 0.0))[0], n) for g, (n, _) in total.items()}
+
+
+def agreement_drop(rule: AlertRule, o: Observed, now: float) -> list[Hit]:
+    base = _agreed(rule, o.long, rule.baseline_s, now)
+    out = []
+    for g, (agree, n) in _agreed(rule, o.long, rule.window_s, now).items():
+        b_agree, b_n = base.get(g, (0.0, 0.0))
+        if n < max(rule.min_volume, 1) or b_n <= 0 or b_agree <= 0:
+            continue
+        share, b_share = agree / n, b_agree / b_n
+        if share < rule.threshold * b_share:
+            out.append(Hit(_group(rule, g), share, {
+                "judged": n, "agree": agree, "baseline_share": round(b_share, 4),
+                "baseline_judged": b_n}))
+    return out
+
+
 KINDS: dict[str, Callable[[AlertRule, Observed, float], list[Hit]]] = {
     "count": count, "ratio": ratio, "baseline_drop": baseline_drop, "spike": spike,
     "stalled": stalled, "dead_letter_ratio": dead_letter_ratio, "error_ratio": error_ratio,
     "sink_errors": sink_errors, "redaction_failures": redaction_failures,
+    "agreement_drop": agreement_drop,
 }

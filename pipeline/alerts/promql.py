@@ -117,10 +117,26 @@ def _lag(rule: AlertRule) -> str:
             f"and {_by(rule)} (delta({m.CONSUMER_LAG}[{w}])) > 0")
 
 
+def _agreed(rule: AlertRule, window: str) -> str:
+    """Share of judge-classifier pairs that agree; disagreements counted, so that a window
+    where every pair disagrees (no agree="true" series) still has a value."""
+    total = f"{_by(rule)} (increase({m.JUDGE_PAIRS}[{window}]))"
+    wrong = f"{_by(rule)} (increase({_sel(m.JUDGE_PAIRS, agree='false')}[{window}]))"
+    return f"(1 - ({wrong} or 0 * {total})\n  / {total})"
+
+
+def _agreement_drop(rule: AlertRule) -> str:
+    w, b = duration(rule.window_s), duration(rule.baseline_s)
+    on = f"on ({', '.join(rule.by)}) "
+    return (f"{_agreed(rule, w)}\n< {rule.threshold:g} * {_agreed(rule, b)}\n"
+            f"and {on}{_by(rule)} (increase({m.JUDGE_PAIRS}[{w}])) >= {rule.min_volume:g}")
+
+
 EXPRESSIONS: dict[str, Callable[[AlertRule], str]] = {
     "count": _count, "ratio": _ratio, "baseline_drop": _baseline_drop, "spike": _spike,
     "stalled": _stalled, "dead_letter_ratio": _dead_letter_ratio, "error_ratio": _error_ratio,
     "sink_errors": _sink_errors, "lag": _lag, "redaction_failures": _redaction_failures,
+    "agreement_drop": _agreement_drop,
 }
 
 

@@ -20,11 +20,15 @@ from pipeline.errors import ConfigError
 
 Severity = Literal["page", "ticket"]
 Kind = Literal["count", "ratio", "baseline_drop", "spike", "stalled", "dead_letter_ratio",
-               "error_ratio", "sink_errors", "lag", "redaction_failures"]
+               "error_ratio", "sink_errors", "lag", "redaction_failures", "agreement_drop"]
 MINUTE = 60.0
 HOUR = 3600.0
 DAY = 86400.0
-RATIO_KINDS = frozenset({"ratio", "baseline_drop", "spike", "dead_letter_ratio", "error_ratio"})
+RATIO_KINDS = frozenset({"ratio", "baseline_drop", "spike", "dead_letter_ratio", "error_ratio",
+                         "agreement_drop"})
+# Kinds whose window is hours or days: the embedded engine reads them from its hourly baseline
+# buckets, so they do not stretch the fine-grained short window every other rule shares.
+LONG_KINDS = frozenset({"agreement_drop"})
 TUNABLE = ("threshold", "window_s", "for_s", "min_volume", "baseline_s", "factor")
 
 
@@ -144,6 +148,15 @@ RULES: tuple[AlertRule, ...] = (
         runbook="database reachable? disk full? migrations applied (chatmon db upgrade)?",
     ),
     AlertRule(
+        "ChatmonJudgeAgreementDrop", "ticket", "agreement_drop", threshold=0.8, window_s=DAY,
+        baseline_s=7 * DAY, min_volume=30, by=("label",), detector="judge",
+        summary="judge and classifier agree on {value} of the replies judged for {label} in "
+                "the last day, well below their 7-day agreement",
+        runbook="chatmon review agreement --since YESTERDAY: which side moved? read a dozen "
+                "disagreeing replies (chatmon findings --label LABEL); check the bot's model "
+                "and prompt, the classifier's version, the judge model and rubric version",
+    ),
+    AlertRule(
         "ChatmonConsumerLagGrowing", "page", "lag", threshold=1000, window_s=10 * MINUTE,
         for_s=5 * MINUTE, by=("topic",), embedded=False,
         summary="consumer lag on {topic} is {value} messages and growing",
@@ -183,6 +196,9 @@ CONDITION = {
     "redaction_failures": "texts the PII analyser could not redact (masked or dead-lettered) "
                           ">= {threshold:g}",
     "lag": "consumer lag > {threshold:g} messages and growing over the window",
+    "agreement_drop": "share of judged replies where judge and classifier flag alike < "
+                      "{threshold:.0%} of that share over {baseline} (at least {min_volume:g} "
+                      "judged replies)",
 }
 
 

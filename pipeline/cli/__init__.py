@@ -21,10 +21,12 @@ from pipeline.cli import (
     db,
     eval,
     findings,
+    judge,
     models,
     policy,
     probe,
     produce,
+    purge,
     report,
     review,
     run,
@@ -77,6 +79,8 @@ for command in (
     policy.policy_group,
     probe.probe_cmd,
     compare.compare_cmd,
+    judge.judge_group,
+    purge.purge_cmd,
 ):
     cli.add_command(command)
 

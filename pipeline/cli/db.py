@@ -14,13 +14,18 @@ def db_group() -> None:
 
 @db_group.command("upgrade")
 @click.option("--revision", default="head", show_default=True)
+@click.option("--wait", "wait_s", type=float, default=0.0, show_default=True,
+              help="Seconds to wait for the database to accept connections first (a container "
+                   "started beside its database server).")
 @pass_ctx
-def db_upgrade(obj: Ctx, revision: str) -> None:
+def db_upgrade(obj: Ctx, revision: str, wait_s: float) -> None:
     """Apply Alembic migrations to the configured database."""
     from pipeline.embedded.runner import _safe_url
     from pipeline.store import db
 
     url = obj.settings().database_url
+    if wait_s > 0:
+        db.wait_for(url, wait_s)
     db.upgrade(url, revision)
     click.echo(f"database {_safe_url(url)} is at {revision}")
 

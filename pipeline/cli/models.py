@@ -41,3 +41,26 @@ def models_list(obj: Ctx, as_json: bool) -> None:
         return
     for r in rows:
         click.echo(f"{r['name']:<24} {'present' if r['present'] else 'missing':<8} {r['dir']}")
+
+
+@models_group.command("warm")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@pass_ctx
+def models_warm(obj: Ctx, as_json: bool) -> None:
+    """Load every enabled detector as run, serve and worker do, and score each one's examples
+    once: the int8 ONNX exports are written to the export cache now, not on the first turn.
+    Image builds run it (deploy/Dockerfile); the cache is ~/.cache/chatmon/onnx (HOME moves
+    it)."""
+    from pipeline.scoring.warm import warm
+
+    out = warm(obj.settings())
+    if as_json:
+        click.echo(json.dumps(out, indent=2))
+        return
+    click.echo(f"warmed {len(out['detectors'])} detectors on {out['examples_scored']} examples "
+               f"in {out['seconds']} s")
+    for name, version in out["detectors"].items():
+        click.echo(f"  {name:<14} {version}")
+    click.echo(f"ONNX exports in {out['onnx_cache_dir']}:")
+    for f in out["onnx_cache_files"]:
+        click.echo(f"  {f}")

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from pipeline.cli.context import Ctx, pass_ctx
+from pipeline.cli.context import Ctx, client_options, pass_ctx, safe_url
 
 DEFAULT_KEY_ENV = "CHATMON_PROBE_API_KEY"
 
@@ -26,17 +26,7 @@ def _options(fn):  # type: ignore[no-untyped-def]
                      help="--api json: where things go, as dotted paths. KEY: messages, message, "
                      "system, model, conversation, reply (defaults messages=messages, "
                      "model=model, reply=reply; an empty PATH unsets one)."),
-        click.option("--api-key-env", default=DEFAULT_KEY_ENV, show_default=True,
-                     help="Environment variable holding the API key (never logged or stored)."),
-        click.option("--auth-header", default="Authorization", show_default=True,
-                     help="Header for the key: 'Bearer KEY' in Authorization, the bare key in "
-                     "any other (e.g. x-api-key)."),
-        click.option("--timeout", type=click.FloatRange(0.1), default=60.0, show_default=True,
-                     help="Seconds to wait for one reply."),
-        click.option("--retries", type=click.IntRange(0, 20), default=3, show_default=True,
-                     help="Retries per request on 429, 5xx, timeouts and connection errors."),
-        click.option("--backoff", type=click.FloatRange(0.0), default=1.0, show_default=True,
-                     help="First retry wait in seconds; doubles per retry (Retry-After wins)."),
+        *client_options(DEFAULT_KEY_ENV),
         click.option("--rate", type=click.FloatRange(0.0, min_open=True), default=None,
                      help="At most this many requests per second (default: no limit)."),
         click.option("--concurrency", type=click.IntRange(1, 256), default=4, show_default=True,
@@ -129,13 +119,7 @@ def _probe(obj: Ctx, suite: Any, url: str, model: str, database_url: str | None,
 
 
 def _safe_url(url: str) -> str:
-    """The endpoint without credentials or query string, for the runs table."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return "probe " + urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return "probe " + safe_url(url)
 
 
 def _listing(suite: Any, as_json: bool) -> str:

@@ -15,17 +15,24 @@ from pipeline.cli.context import Ctx, parse_when, pass_ctx
 @click.option("--until", default=None,
               help="End of the window (ISO 8601). Default: the newest stored turn, else now.")
 @click.option("--days", type=click.IntRange(1, 366), default=7, show_default=True)
+@click.option("--min-replies", type=click.IntRange(1), default=None,
+              help="Groups (bots, models, user groups) with fewer replies are listed as too "
+                   "few instead of drawn. Default: CHATMON_REPORT_MIN_REPLIES (20).")
 @click.option("--database-url", default=None, help="Overrides CHATMON_DATABASE_URL.")
 @pass_ctx
-def report_cmd(obj: Ctx, out: Path, until: str | None, days: int,
+def report_cmd(obj: Ctx, out: Path, until: str | None, days: int, min_replies: int | None,
                database_url: str | None) -> None:
-    """Write the weekly quality report: one self-contained HTML file (works offline)."""
+    """Write the weekly quality report: one self-contained HTML file (works offline). Every
+    comparison is drawn with its 95% interval (as `chatmon compare`), and a change or gap is
+    marked only when its interval excludes 0."""
+    from pipeline.report.comparisons import Settings
     from pipeline.report.weekly import default_window, write_report
     from pipeline.store import db
 
-    engine = db.open_store(obj.settings(database_url=database_url).database_url)
+    settings = obj.settings(database_url=database_url, report_min_replies=min_replies)
+    engine = db.open_store(settings.database_url)
     window = default_window(engine, parse_when(until), days)
-    path = write_report(engine, out, window)
+    path = write_report(engine, out, window, Settings(settings.report_min_replies))
     engine.dispose()
     click.echo(f"report for {window.start:%Y-%m-%d %H:%M} .. {window.end:%Y-%m-%d %H:%M} UTC: "
                f"{path}")

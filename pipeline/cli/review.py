@@ -124,7 +124,10 @@ def agreement_cmd(obj: Ctx, as_json: bool, since: str | None, tenant: str | None
                   target_precision: float, min_reviewed: int, policy_file: Path | None) -> None:
     """Per label: reviews (n), agreement of flags with people, precision, Cohen's kappa,
     Krippendorff's alpha between reviewers, and a suggested threshold for the target precision
-    with its 95% interval (or why the sample is too small to say)."""
+    with its 95% interval (or why the sample is too small to say). Then the judge's rows
+    (chatmon judge): judge vs classifier and judge vs people per judge label and model: n,
+    agreement and kappa on flags, quadratic-weighted kappa on ordinal scales, Krippendorff's
+    alpha."""
     from pipeline.policy.engine import Policy
     from pipeline.review.agreement import agreement
     from pipeline.store.db import open_store
@@ -140,8 +143,10 @@ def agreement_cmd(obj: Ctx, as_json: bool, since: str | None, tenant: str | None
 
 
 def render_agreement(out: dict[str, Any]) -> str:
+    judge = render_judge(out.get("judge") or {})
     if not out["labels"]:
-        return "no reviews yet: chatmon review sample, then chatmon review import"
+        return "\n\n".join(["no reviews yet: chatmon review sample, then chatmon review "
+                            "import", *([judge] if judge else [])])
     lines = [f"{'label':<32} {'n':>5} {'agree':>6} {'prec':>6} {'kappa':>6} {'alpha':>6}  "
              f"suggested threshold (precision >= {out['target_precision']:g})"]
     for label, s in out["labels"].items():
@@ -152,6 +157,21 @@ def render_agreement(out: dict[str, Any]) -> str:
                 if sug["status"] == "ok" else sug["reason"])
         lines.append(f"{label[:32]:<32} {s['n']:>5} {_f(s['agreement'])} {_f(s['precision'])} "
                      f"{_f(s['kappa'])} {_f(ir.get('alpha_present'))}  {hint}")
+    return "\n".join(lines) + (f"\n\n{judge}" if judge else "")
+
+
+def render_judge(judge: dict[str, Any]) -> str:
+    """The judge rows: against the classifiers, then against people (docs/judge.md)."""
+    rows = judge.get("vs_classifier", []) + judge.get("vs_people", [])
+    if not rows:
+        return ""
+    lines = [f"{'judge label / model':<34} {'against':<26} {'n':>5} {'agree':>6} {'kappa':>6} "
+             f"{'qw-k':>6} {'alpha':>6}"]
+    for r in rows:
+        who = f"{r['judge_label']} / {r['model']}"
+        lines.append(f"{who[:34]:<34} {r['compared_with'][:26]:<26} {r['n']:>5} "
+                     f"{_f(r['agreement'])} {_f(r['kappa'])} {_f(r['kappa_quadratic'])} "
+                     f"{_f(r['alpha'])}")
     return "\n".join(lines)
 
 

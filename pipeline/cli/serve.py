@@ -22,7 +22,8 @@ def serve_cmd(obj: Ctx, host: str, port: int, database_url: str | None,
     """The embedded pipeline behind HTTP: POST /v1/turns (one event or a JSON array; bearer
     token from CHATMON_SERVE_TOKEN) answers 200, 422 naming each refused event's reason (the
     others are stored), or 503 with Retry-After while the store is unavailable; POST /v1/reviews
-    (reviewers' judgments, same token); GET /health."""
+    (reviewers' judgments, same token); DELETE /v1/conversations/ID (deletion on request, same
+    token; `chatmon purge --log` lists it); GET /health."""
     from pipeline.embedded.serve import serve
 
     serve(obj.settings(database_url=database_url, policy_file=policy_file), host, port)

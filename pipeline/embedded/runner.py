@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from pipeline import __version__
 from pipeline.alerts.embedded import alerting_session
+from pipeline.embedded.lifecycle import EmbeddedLifecycle
 from pipeline.ingest.events import RawRecord
 from pipeline.ingest.readers import count_lines, read_records
 from pipeline.metrics import get_metrics
@@ -54,6 +55,7 @@ class RunSummary:
             "turns_read": r.records,
             "turns_stored": r.turns_stored,
             "duplicates_skipped": r.duplicates_skipped,
+            "dropped": dict(sorted(r.dropped.items())),
             "assistant_turns_scored": r.assistant_turns_scored,
             "findings": dict(sorted(by_detector.items())),
             "findings_by_label": {lab: n for (_, lab), n in sorted(r.findings.items())},
@@ -129,6 +131,9 @@ def run(paths: Sequence[str], settings: Settings, progress: bool = True,
         migrate: bool = True, processor: Processor | None = None) -> RunSummary:
     run_id = str(uuid.uuid4())
     proc = processor or build_processor(settings, run_id, "run", ",".join(paths), migrate)
+    lifecycle = EmbeddedLifecycle(proc, "run")
+    lifecycle.expire()  # rows past their retention, as the raw text (build_processor)
+    polled = time.monotonic()
     stop = _Stop()
     total = BatchReport()
     dlq_files: list[str] = []
@@ -145,6 +150,9 @@ def run(paths: Sequence[str], settings: Settings, progress: bool = True,
                     report = process_isolating(proc, batch)
                 total.merge(report)
                 bar.update(len(batch))
+                if time.monotonic() - polled > settings.deletion_poll_s:  # a long stdin run
+                    lifecycle.poll()
+                    polled = time.monotonic()
                 if dlq is not None and report.dead_letter_rows:
                     _append_dead_letters(dlq, report.dead_letter_rows)
                     if str(dlq) not in dlq_files:

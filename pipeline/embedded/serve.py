@@ -13,11 +13,12 @@ import json
 import logging
 import threading
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.alerts.embedded import start_alerting
+from pipeline.embedded.lifecycle import EmbeddedLifecycle
 from pipeline.errors import MissingExtraError, SinkError, StoreUnavailable
 from pipeline.ingest import limits
 from pipeline.ingest.events import DETECTOR_ERROR, RawRecord
@@ -25,7 +26,7 @@ from pipeline.metrics import get_metrics, render_latest
 from pipeline.scoring.isolation import process_isolating
 from pipeline.scoring.process import BatchReport, Processor
 from pipeline.settings import Settings
-from pipeline.store.sink import RAW_PURGE_INTERVAL_S, Sink
+from pipeline.store.sink import RAW_PURGE_INTERVAL_S
 
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 10 * 1024 * 1024
@@ -52,8 +53,10 @@ class Batcher:
     def __init__(self, processor: Processor, batch_size: int) -> None:
         self.processor = processor
         self.batch_size = batch_size
-        # The PII detector is shared with review-note redaction; one caller at a time.
+        # The PII detector is shared with review-note redaction; one caller at a time. The
+        # lifecycle changes the processor's state under it too, never inside a batch.
         self.lock = threading.Lock()
+        self.lifecycle = EmbeddedLifecycle(processor, "serve", self.lock)
         self.queue: asyncio.Queue[_Job] = asyncio.Queue()
         self.task: asyncio.Task[None] | None = None
 
@@ -162,14 +165,18 @@ async def read_body(request: Any, limit: int = MAX_BODY_BYTES) -> bytes | None:
     return b"".join(chunks)
 
 
-async def purge_raw_text(sink: Sink, every_s: float) -> None:
-    """``chatmon serve`` runs for weeks: opt-in raw text must expire while it does."""
-    while True:
+async def periodically(what: str, fn: Callable[[], Any], every_s: float,
+                       at_start: bool = False) -> None:
+    """``chatmon serve`` runs for weeks: opt-in raw text and rows past their retention must
+    expire while it does, and deletions made by ``chatmon purge`` must reach its state."""
+    if not at_start:
         await asyncio.sleep(every_s)
+    while True:
         try:
-            await asyncio.to_thread(sink.purge_expired_raw)
+            await asyncio.to_thread(fn)
         except SinkError as exc:  # the store is down: the next round tries again
-            log.warning("raw text purge failed: %s", exc)
+            log.warning("%s failed: %s", what, exc)
+        await asyncio.sleep(every_s)
 
 
 def create_app(settings: Settings, processor: Processor,
@@ -239,6 +246,23 @@ def create_app(settings: Settings, processor: Processor,
         result["request_id"] = req_id
         return JSONResponse(result, status_code=422 if result["errors"] else 200)
 
+    async def delete_conversation(request: Request) -> JSONResponse:
+        """Deletion on request: the conversation leaves the store and this process's state,
+        its old events are refused from now on, and the audit log says what went."""
+        if not authorized(request):
+            return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401,
+                                headers={"WWW-Authenticate": "Bearer"})
+        cid = request.path_params["conversation_id"]
+        try:
+            result = await asyncio.to_thread(batcher.lifecycle.delete_conversation, cid,
+                                             "DELETE /v1/conversations")
+        except StoreUnavailable:
+            return JSONResponse({"error": "the store is unavailable: send this request again "
+                                 "later"}, status_code=503, headers={"Retry-After":
+                                                                      str(RETRY_AFTER_S)})
+        return JSONResponse({"purge_id": result.purge_id,
+                             "rows": dict(sorted(result.rows.items()))})
+
     async def health(_request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "detectors": processor.suite.versions})
 
@@ -250,20 +274,29 @@ def create_app(settings: Settings, processor: Processor,
     async def lifespan(_app: Any) -> AsyncIterator[None]:
         await batcher.start()
         alerting = start_alerting(settings, get_metrics())
-        purge = (asyncio.create_task(purge_raw_text(processor.sink, purge_every_s))
-                 if settings.keep_raw_text else None)
+        lifecycle = batcher.lifecycle
+        tasks = [asyncio.create_task(periodically(
+            "deletion records", lifecycle.poll, settings.deletion_poll_s))]
+        if lifecycle.retention.configured:  # at start too: serve may have been down a while
+            tasks.append(asyncio.create_task(periodically(
+                "expiry", lifecycle.expire, settings.purge_interval_s, at_start=True)))
+        if settings.keep_raw_text:
+            tasks.append(asyncio.create_task(periodically(
+                "raw text purge", processor.sink.purge_expired_raw, purge_every_s)))
         try:
             yield
         finally:
-            if purge is not None:
-                purge.cancel()
+            for task in tasks:
+                task.cancel()
             await batcher.stop()
             if alerting is not None:
                 await asyncio.to_thread(alerting.close)
 
     routes = [Route("/v1/turns", ingest, methods=["POST"]),
-              Route("/v1/reviews", reviews, methods=["POST"]), Route("/health", health),
-              Route("/metrics", metrics)]
+              Route("/v1/reviews", reviews, methods=["POST"]),
+              Route("/v1/conversations/{conversation_id:path}", delete_conversation,
+                    methods=["DELETE"]),
+              Route("/health", health), Route("/metrics", metrics)]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.processor = processor
     return app

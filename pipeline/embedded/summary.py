@@ -5,6 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 
+def _dropped(dropped: dict[str, int]) -> str:
+    """Events a deletion record covers or past their retention (docs/privacy.md)."""
+    return ", ".join(f"{reason} {n}" for reason, n in dropped.items())
+
+
 def render_summary(s: dict[str, Any]) -> str:
     lines = [
         "chatmon run finished" + (" (interrupted; pending writes flushed)" if s["interrupted"]
@@ -12,6 +17,7 @@ def render_summary(s: dict[str, Any]) -> str:
         f"  turns read              {s['turns_read']}",
         f"  turns stored            {s['turns_stored']}",
         f"  duplicates skipped      {s['duplicates_skipped']}",
+        *([f"  not stored (lifecycle)  {_dropped(s['dropped'])}"] if s.get("dropped") else []),
         f"  assistant turns scored  {s['assistant_turns_scored']}",
         f"  throughput              {s['turns_per_s']} turns/s ({s['seconds']} s)",
         "",

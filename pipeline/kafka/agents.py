@@ -67,6 +67,8 @@ class Stage:
         self.send_dlq = send_dlq
         self.forward = forward
         self.executor = ThreadPoolExecutor(1, thread_name_prefix=f"chatmon-{name}")
+        # Held for a whole batch; the data lifecycle writes this stage's Table under it.
+        self.lock = asyncio.Lock()
 
     async def handle(self, events: Sequence[Any]) -> None:
         """Process, store and forward one batch. A cancellation (worker stopping) waits for the
@@ -79,6 +81,10 @@ class Stage:
             raise
 
     async def _handle(self, events: Sequence[Any]) -> None:
+        async with self.lock:
+            await self._handle_batch(events)
+
+    async def _handle_batch(self, events: Sequence[Any]) -> None:
         t0 = time.perf_counter()
         if self.admit is not None:  # a turn must not be scored before the one ahead of it
             keep = await self.admit([e.message for e in events])

@@ -23,8 +23,12 @@ from pipeline.errors import SinkError
 from pipeline.kafka import offsets
 from pipeline.kafka.agents import Stage
 from pipeline.kafka.lag import WorkerStats
+from pipeline.kafka.lifecycle import Owned, WorkerLifecycle
 from pipeline.kafka.phrases import assistant_turn_ids, stored_phrases
 from pipeline.kafka.tables import FindingsSink, TableContextStore, TableStateStore
+from pipeline.lifecycle.purge import EXPIRED, Purger, Request
+from pipeline.lifecycle.retention import Retention
+from pipeline.lifecycle.state import CONTEXT, STATE, forget_contexts, forget_state
 from pipeline.metrics import get_metrics, render_latest
 from pipeline.policy.engine import Policy
 from pipeline.scoring.context import MemoryContextStore
@@ -84,6 +88,10 @@ def build_processors(settings: Settings, migrate: bool) -> Processors:
         db.upgrade(settings.database_url)
     sink = Sink(db.make_engine(settings.database_url))
     sink.purge_expired_raw()  # opt-in raw text past its retention (also hourly, below)
+    retention = Retention.from_policy(policy)
+    if retention.configured:  # rows past their retention (also on a schedule, below)
+        Purger(sink.engine, "chatmon worker: expiry at start", audit_always=False,
+               on_rows=get_metrics().purged).run(Request(EXPIRED, retention=retention))
     names = settings.enabled_detectors()
     options = settings.scoring_options()
     first = DetectorSuite.from_names([n for n in names if n != REPETITION],
@@ -152,8 +160,9 @@ def make_app(opts: WorkerOptions, procs: Processors, stats: WorkerStats) -> faus
     async def admit(messages: Any) -> list[bool]:
         return await app.consumer.admit(messages)  # type: ignore[attr-defined,no-any-return]
 
-    stage1 = Stage("stage1", procs.stage1, [contexts], stats, send_dlq,
-                   forward if procs.stage2 is not None else None, get_metrics().track, admit)
+    # The stored replies go to `phrases` even without stage 2: `chatmon judge --kafka` reads them.
+    stage1 = Stage("stage1", procs.stage1, [contexts], stats, send_dlq, forward,
+                   get_metrics().track, admit)
 
     @app.agent(turns, name="score_turns")
     async def score_turns(stream: Any) -> None:
@@ -179,8 +188,36 @@ def make_app(opts: WorkerOptions, procs: Processors, stats: WorkerStats) -> faus
             except SinkError as exc:  # the store is down: the next tick tries again
                 log.warning("raw text purge failed: %s", exc)
 
+    contexts.owns = owned = Owned(app, contexts.table, opts.partitions)
+    tables = [(stage1, CONTEXT, lambda req: forget_contexts(contexts, req), owned)]
+    if procs.stage2 is not None:
+        state.owns = owned = Owned(app, state.table, opts.partitions)
+        detectors = procs.stage2.suite.detectors
+        tables.append((stage2, STATE, lambda req: forget_state(state, detectors, req), owned))
+    _lifecycle(app, opts, procs, tables)
     _observability(app, stats, {opts.turns_topic, opts.phrases_topic})
     return app
+
+
+def _lifecycle(app: faust.App, opts: WorkerOptions, procs: Processors, tables: Any) -> None:
+    settings = procs.stage1.settings
+    lifecycle = WorkerLifecycle(app, procs.stage1.sink.engine,
+                                Retention.from_policy(procs.stage1.policy), opts.group, tables)
+
+    @app.timer(settings.deletion_poll_s)
+    async def apply_deletions() -> None:
+        """chatmon purge, run anywhere, reaches this worker's Tables."""
+        try:
+            await lifecycle.poll()
+        except SinkError as exc:  # the store is down: the next tick tries again
+            log.warning("deletion records: %s", exc)
+
+    @app.timer(settings.purge_interval_s)
+    async def expire() -> None:
+        try:
+            await lifecycle.expire()
+        except SinkError as exc:
+            log.warning("scheduled expiry failed: %s", exc)
 
 
 def _observability(app: faust.App, stats: WorkerStats, topics: set[str]) -> None:

@@ -9,7 +9,7 @@ retried batch never appends a turn to a conversation's context twice.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 from detectors.base import Turn
@@ -29,6 +29,8 @@ class TableContextStore:
         self.table = table
         self.max_turns = max_turns
         self._pending: dict[str, list[dict[str, Any]]] = {}
+        # Whether a key's partition is this worker's (set by the app; see OwnedKeys).
+        self.owns: Callable[[bytes], bool] = lambda _key: True
 
     def history(self, conversation_id: str) -> tuple[Turn, ...]:
         rows = self._pending.get(conversation_id)
@@ -57,6 +59,19 @@ class TableContextStore:
     def discard(self) -> None:
         self._pending.clear()
 
+    def drop(self, gone: Callable[[str, Turn], bool]) -> int:
+        """Delete (a changelog tombstone) the conversations of this worker's partitions for
+        which ``gone(id, latest turn)`` holds; call on the event loop between batches."""
+        n = 0
+        for key in [k for k in list(self.table.keys()) if self.owns(k)]:
+            rows = self.table.get(key)
+            cid = key.decode()
+            if rows and gone(cid, turn_from_dict(rows[-1])):
+                del self.table[key]
+                self._pending.pop(cid, None)
+                n += 1
+        return n
+
 
 class TableStateStore:
     """``StateStore`` over a plain Table whose values are the detector's bounded JSON state.
@@ -70,6 +85,7 @@ class TableStateStore:
     def __init__(self, table: MutableMapping[bytes, Any]) -> None:
         self.table = table
         self._pending: dict[str, Any] = {}
+        self.owns: Callable[[bytes], bool] = lambda _key: True
 
     def get(self, key: str) -> Any | None:
         if key in self._pending:
@@ -88,6 +104,16 @@ class TableStateStore:
 
     def discard(self) -> None:
         self._pending.clear()
+
+    def keys(self) -> list[str]:
+        """The keys of this worker's partitions (the local store may still hold others')."""
+        return [k.decode() for k in list(self.table.keys()) if self.owns(k)]
+
+    def delete(self, key: str) -> None:
+        """Delete a key: a tombstone on the changelog."""
+        self._pending.pop(key, None)
+        if key.encode() in self.table:
+            del self.table[key.encode()]
 
 
 class FindingsSink:

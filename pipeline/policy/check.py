@@ -33,10 +33,16 @@ class CheckResult:
     warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
+        from pipeline.lifecycle.retention import Retention
+
         f = self.policy.file
+        r = Retention.from_policy(self.policy)
+        kept = (f"; rows kept {r.days or 'until deleted'}"
+                f"{' days' if r.days else ''}, {len(r.tenants)} tenants with their own "
+                "retention" if r.configured else "")
         return (f"policy {self.policy.source} is valid: version {self.policy.version}; "
                 f"{len(f.thresholds)} global thresholds, {len(f.tenants)} tenants, "
-                f"{len(f.bots)} bots, {len(f.allow)} allow-list entries")
+                f"{len(f.bots)} bots, {len(f.allow)} allow-list entries{kept}")
 
 
 def _unknown(where: str, labels: Iterable[str]) -> list[str]:

@@ -2,8 +2,11 @@
 
 ```toml
 version = "2026-11-a"                       # optional, recorded with the content hash
+retention_days = 365                        # optional: stored rows expire (chatmon purge)
 [thresholds]                                # global: every tenant and bot
 "toxicity.toxicity" = 0.6
+[tenants.globex]
+retention_days = 30                         # this tenant's contract (docs/privacy.md)
 [tenants.globex.thresholds]
 "empathy.alignment" = 1.0
 [bots."helpdesk-a".thresholds]
@@ -50,7 +53,7 @@ MAX_LITERAL_CHARS = 500
 def _detectors() -> frozenset[str]:
     from detectors.registry import REGISTRY
 
-    return frozenset(REGISTRY)
+    return frozenset(REGISTRY) | {"judge"}  # judge.<criterion>: the LLM judge's findings
 
 
 def check_label(key: str, wildcard_default: bool = True) -> str:
@@ -77,6 +80,16 @@ class Layer(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     thresholds: dict[LabelKey, Threshold] = Field(default_factory=dict)
+
+
+# Days stored rows are kept (pipeline/lifecycle/retention.py); unset: kept until deleted.
+RetentionDays = Annotated[int, Field(ge=1, le=36_500)]
+
+
+class TenantLayer(Layer):
+    """A tenant's thresholds and its retention (contracts differ per customer)."""
+
+    retention_days: RetentionDays | None = None
 
 
 class AllowEntry(BaseModel):
@@ -140,14 +153,15 @@ class AllowEntry(BaseModel):
 class PolicyFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     version: str | None = Field(default=None, min_length=1, max_length=40)
+    retention_days: RetentionDays | None = None
     thresholds: dict[LabelKey, Threshold] = Field(default_factory=dict)
-    tenants: dict[str, Layer] = Field(default_factory=dict)
+    tenants: dict[str, TenantLayer] = Field(default_factory=dict)
     bots: dict[str, Layer] = Field(default_factory=dict)
     allow: list[AllowEntry] = Field(default_factory=list)
 
     @field_validator("tenants", "bots")
     @classmethod
-    def _names(cls, value: dict[str, Layer]) -> dict[str, Layer]:
+    def _names(cls, value: dict[str, Any]) -> dict[str, Any]:
         for name in value:
             if not name.strip():
                 raise ValueError("an empty tenant or bot name matches nothing")
@@ -205,9 +219,9 @@ def format_errors(exc: ValidationError) -> list[str]:
         if err["type"] in _THRESHOLD_ERRORS and "thresholds" in err["loc"]:
             msg = f"a threshold is a number from 0 to 1, like the scores (got {err['input']!r})"
         elif err["type"] == "extra_forbidden":
-            msg = "unknown key (known: version, thresholds, tenants, bots, allow; tenants and " \
-                  "bots take thresholds; allow entries take id, label, reason, tenant, bot, " \
-                  "literal, pattern, expires)"
+            msg = "unknown key (known: version, retention_days, thresholds, tenants, bots, " \
+                  "allow; tenants take thresholds and retention_days, bots thresholds; allow " \
+                  "entries take id, label, reason, tenant, bot, literal, pattern, expires)"
         lines.append(f"{_where(tuple(err['loc']))}: {msg}")
     return lines
 

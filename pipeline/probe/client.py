@@ -28,7 +28,13 @@ RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 
 class ProbeRequestError(ChatmonError):
-    """One chat turn could not be had from the endpoint (after retries where they apply)."""
+    """One chat turn could not be had from the endpoint (after retries where they apply).
+    ``transient``: the endpoint was unreachable, timed out or answered 429/5xx every time (worth
+    trying again later), as opposed to refusing the request (other 4xx) or a malformed answer."""
+
+    def __init__(self, message: str, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +83,8 @@ class Endpoint:
     temperature: float | None = None
     max_tokens: int | None = None
     auth_header: str = "Authorization"
+    # More body fields for the openai API (``seed``, ``response_format``); None values are not sent.
+    extra: tuple[tuple[str, Any], ...] = ()
 
     @property
     def post_url(self) -> str:
@@ -90,6 +98,7 @@ class Endpoint:
                 out["temperature"] = self.temperature
             if self.max_tokens is not None:
                 out["max_tokens"] = self.max_tokens
+            out.update((k, v) for k, v in self.extra if v is not None)
             return out
         f = self.fields
         out = {}
@@ -137,6 +146,14 @@ class RateLimiter:
 
 
 @dataclass(frozen=True, slots=True)
+class Completion:
+    """A reply and the tokens the server says it used (``usage.total_tokens``; None: not said)."""
+
+    text: str
+    tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class _Attempt:
     """One request's outcome: the reply ``text``, or an ``error`` and how long to ``wait``
     before retrying (None: do not retry; -1: the usual backoff)."""
@@ -144,6 +161,7 @@ class _Attempt:
     text: str | None = None
     error: str = ""
     wait: float | None = None
+    tokens: int | None = None
 
 
 @dataclass
@@ -157,7 +175,7 @@ class ChatClient:
 
     def __init__(self, endpoint: Endpoint, api_key: SecretStr | None = None,
                  policy: RetryPolicy | None = None, rate: float | None = None,
-                 concurrency: int = 4) -> None:
+                 concurrency: int = 4, user_agent: str = "chatmon-probe") -> None:
         try:
             import httpx
         except ImportError as exc:
@@ -167,7 +185,7 @@ class ChatClient:
         self.limiter = RateLimiter(rate)
         self.stats = ClientStats()
         self._key = api_key
-        headers = {"Accept": "application/json", "User-Agent": "chatmon-probe"}
+        headers = {"Accept": "application/json", "User-Agent": user_agent}
         if api_key is not None and api_key.get_secret_value():
             secret = api_key.get_secret_value()
             bearer = endpoint.auth_header.lower() == "authorization"
@@ -184,6 +202,10 @@ class ChatClient:
 
     async def reply(self, messages: list[Message], conversation_id: str) -> str:
         """The bot's answer to ``messages`` (the conversation so far, newest user turn last)."""
+        return (await self.complete(messages, conversation_id)).text
+
+    async def complete(self, messages: list[Message], conversation_id: str = "") -> Completion:
+        """``reply`` with the tokens used, as the server reports them."""
         body = self.endpoint.body(messages, conversation_id)
         attempt = 0
         while True:
@@ -191,10 +213,11 @@ class ChatClient:
             self.stats.requests += 1
             result = await self._attempt(body)
             if result.text is not None:
-                return result.text
+                return Completion(result.text, result.tokens)
             if result.wait is None or attempt >= self.policy.retries:
-                tries = f" (after {attempt + 1} attempts)" if result.wait is not None else ""
-                raise ProbeRequestError(self._scrub(f"{result.error}{tries}"))
+                transient = result.wait is not None
+                tries = f" (after {attempt + 1} attempts)" if transient else ""
+                raise ProbeRequestError(self._scrub(f"{result.error}{tries}"), transient)
             attempt += 1
             self.stats.retries += 1
             log.debug("probe request failed (%s); retry %d", result.error, attempt)
@@ -215,7 +238,8 @@ class ChatClient:
         if resp.status_code >= 400:
             return _Attempt(error=status)
         try:
-            return _Attempt(text=self.endpoint.reply(resp.json()))
+            data = resp.json()
+            return _Attempt(text=self.endpoint.reply(data), tokens=_usage(data))
         except ValueError:
             return _Attempt(error="the response is not JSON")
         except ProbeRequestError as exc:
@@ -245,6 +269,11 @@ class ChatClient:
     def _scrub(self, text: str) -> str:
         secret = self._key.get_secret_value() if self._key is not None else ""
         return text.replace(secret, "***") if secret else text
+
+
+def _usage(data: Any) -> int | None:
+    tokens = _get(data, "usage.total_tokens")
+    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
 
 
 def _put(obj: dict[str, Any], path: str, value: Any) -> None:

@@ -22,7 +22,11 @@ from dashboards import queries as q
 from dashboards import sqlrun
 from pipeline import __version__
 from pipeline.errors import ChatmonError
-from pipeline.report import figures as figs
+from pipeline.report import comparisons as cmp
+from pipeline.report.estimates import Groups, split
+from pipeline.report.layout import CONFIG
+from pipeline.report.panels import panels
+from pipeline.report.replies import load as load_replies
 from pipeline.store import db
 from pipeline.store.models import TurnRow
 
@@ -58,26 +62,50 @@ def _rows(engine: Engine, query: Any, window: Window, **variables: str) -> list[
     return sqlrun.run(engine, query.sql, window.start, window.end, **variables).records()
 
 
-def collect(engine: Engine, window: Window) -> dict[str, Any]:
-    """Every table the report shows, as lists of row dicts."""
+def collect(engine: Engine, window: Window, s: cmp.Settings | None = None) -> dict[str, Any]:
+    """Every table the report shows (lists of row dicts) and every comparison it draws."""
+    s = s or cmp.Settings()
     trend = Window(window.end - timedelta(weeks=8), window.end)
     data: dict[str, Any] = {name: _rows(engine, query, window) for name, query in (
-        ("mechanisms", q.MECHANISMS), ("phrases", q.STOCK_PHRASES),
-        ("near_duplicates", q.NEAR_DUPLICATES), ("templates", q.TEMPLATES),
-        ("gap", q.EMPATHY_GAP), ("summary", q.BOT_SUMMARY), ("worst", q.WORST_CONVERSATIONS),
-        ("validation", q.VALIDATION_LATEST), ("agreement", q.AGREEMENT))}
-    data["previous"] = _rows(engine, q.BOT_SUMMARY, window.previous())
-    data["empathy_trend"] = _rows(engine, q.EMPATHY_WEEKLY, trend)
-    data["empathy_missed"] = _rows(engine, q.EMPATHY_MISSED_WEEKLY, trend)
+        ("phrases", q.STOCK_PHRASES), ("templates", q.TEMPLATES),
+        ("worst", q.WORST_CONVERSATIONS), ("validation", q.VALIDATION_LATEST),
+        ("agreement", q.AGREEMENT))}
+    data["empathy_weeks"] = _rows(engine, q.EMPATHY_WEEKS, trend)
+    data["judge_agreement"] = _rows(engine, q.JUDGE_AGREEMENT_WEEKLY, trend)
     data["conversations"] = {
         r["conversation_id"]: _rows(engine, q.CONVERSATION, window,
                                     conversation=r["conversation_id"])
         for r in data["worst"][:WORST_SHOWN]}
-    data["models"] = model_comparison(engine, window)
+    replies = load_replies(engine, window.previous().start, window.end)
+    now = [r for r in replies if r.ts >= window.start]
+    before = [r for r in replies if r.ts < window.start]
+    data["empathy"] = cmp.empathy(now, before, s)
+    data["missed"] = cmp.missed(now, before, s)
+    data["bot_empathy"] = cmp.mean(now, before, cmp.bot, lambda r: r.empathy, s)
+    data["mechanisms"] = cmp.mechanisms(now, s)
+    data["harms"] = cmp.harms(now, before, s)
+    data["near_duplicates"] = cmp.near_duplicates(now, before, s)
+    data["gap"] = cmp.empathy_gap(now, s)
+    data["bots"] = per_bot(now, data["bot_empathy"], data["harms"], s.min_replies)
+    data["models"] = model_comparison(engine, window, s.confidence)
+    data["settings"] = s
     return data
 
 
-def model_comparison(engine: Engine, window: Window) -> dict[str, Any] | None:
+def per_bot(now: list[Any], empathy: Groups, harms: dict[str, Groups],
+            min_replies: int) -> list[dict[str, Any]]:
+    """The week-over-week table: per bot its replies, and its empathy and harm rows (None where
+    the bot had too few replies)."""
+    replies = {k: len(v) for k, v in split(now, cmp.bot).items()}
+    rows_of = {"empathy": {r.key: r for r in empathy.rows},
+               **{h: {r.key: r for r in g.rows} for h, g in harms.items()}}
+    return [{"bot": bot, "replies": n, "enough": n >= min_replies,
+             **{name: rows.get(bot) for name, rows in rows_of.items()}}
+            for bot, n in replies.items()]
+
+
+def model_comparison(engine: Engine, window: Window, confidence: float = 0.95
+                     ) -> dict[str, Any] | None:
     """``chatmon compare`` for the window's models with the most replies (up to 4; the first
     is the reference), or None when the window holds fewer than two models."""
     from pipeline.compare.data import Selection, models_in
@@ -85,56 +113,22 @@ def model_comparison(engine: Engine, window: Window) -> dict[str, Any] | None:
 
     sel = Selection(since=window.start, until=window.end)
     models = models_in(engine, sel, limit=COMPARED_MODELS)
-    return build(engine, models, sel, require_replies=False) if len(models) >= 2 else None
+    return (build(engine, models, sel, confidence, require_replies=False)
+            if len(models) >= 2 else None)
 
 
-def _figures(data: dict[str, Any]) -> list[tuple[str, Any]]:
-    """(div id, figure) for every plot that has data."""
-    candidates = [
-        ("plot-empathy-trend", data["empathy_trend"], lambda: figs.empathy_trend(
-            data["empathy_trend"])),
-        ("plot-empathy-missed", data["empathy_missed"],
-         lambda: figs.empathy_missed(data["empathy_missed"])),
-        ("plot-mechanisms", data["mechanisms"], lambda: figs.mechanisms(data["mechanisms"])),
-        ("plot-harms", data["summary"], lambda: figs.harms(data["summary"], data["previous"])),
-        ("plot-gap", data["gap"], lambda: figs.empathy_gap(data["gap"])),
-        ("plot-phrases", data["phrases"], lambda: figs.stock_phrases(data["phrases"])),
-        ("plot-near-duplicates", data["near_duplicates"],
-         lambda: figs.near_duplicates(data["near_duplicates"])),
-        ("plot-templates", data["templates"], lambda: figs.templates(data["templates"])),
-    ]
-    return [(div, make()) for div, rows, make in candidates if rows]
-
-
-def changes(current: list[dict[str, Any]], previous: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per bot: this window's numbers and their change since the window before (None: no data
-    the week before)."""
-    prev = {r["bot"]: r for r in previous}
-    out = []
-    for r in current:
-        before = prev.get(r["bot"])
-        row = {"bot": r["bot"], "replies": r["replies"]}
-        for key in ("empathy", *figs.HARMS):
-            now = None if r[key] is None else float(r[key])
-            then = None if before is None or before[key] is None else float(before[key])
-            row[key] = now
-            row[f"{key}_change"] = None if now is None or then is None else now - then
-        out.append(row)
-    return out
-
-
-def render(engine: Engine, window: Window, generated_at: datetime | None = None) -> str:
+def render(engine: Engine, window: Window, generated_at: datetime | None = None,
+           settings: cmp.Settings | None = None) -> str:
     """The report's HTML."""
     import plotly.offline
 
-    data = collect(engine, window)
-    plots = [(div, fig.to_html(full_html=False, include_plotlyjs=False, div_id=div,
-                               config={"displayModeBar": False, "responsive": True}))
-             for div, fig in _figures(data)]
+    data = collect(engine, window, settings)
+    cards = [(p, p.figure.to_html(full_html=False, include_plotlyjs=False, div_id=p.id,
+                                  config=CONFIG) if p.figure is not None else "")
+             for p in panels(data)]
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
     return env.get_template("report.html").render(
-        window=window, previous=window.previous(), data=data, plots=plots,
-        changes=changes(data["summary"], data["previous"]),
+        window=window, previous=window.previous(), data=data, cards=cards,
         plotly_js=plotly.offline.get_plotlyjs(), version=__version__,
         generated_at=(generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"))
 
@@ -146,8 +140,9 @@ def require_current(engine: Engine) -> None:
                            "schema: run `chatmon db upgrade` first")
 
 
-def write_report(engine: Engine, out: Path, window: Window) -> Path:
+def write_report(engine: Engine, out: Path, window: Window,
+                 settings: cmp.Settings | None = None) -> Path:
     require_current(engine)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(engine, window), encoding="utf-8")
+    out.write_text(render(engine, window, settings=settings), encoding="utf-8")
     return out

@@ -18,7 +18,6 @@ current threshold flagged and unflagged strata were sampled at different rates.
 from __future__ import annotations
 
 import math
-import warnings
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from sqlalchemy import Engine, select
 
 from pipeline.errors import MissingExtraError
 from pipeline.policy.engine import Policy
+from pipeline.review import stats
 from pipeline.review.stats import MIN_REVIEWED, suggest_threshold
 from pipeline.store.models import FindingRow, ReviewRow
 
@@ -66,13 +66,7 @@ def _number(x: float) -> float | None:
 
 def kappa(flagged: Sequence[bool], present: Sequence[bool]) -> float | None:
     """Cohen's kappa; None where it is undefined (flags and people both never vary)."""
-    from sklearn.metrics import cohen_kappa_score
-
-    if len(set(flagged) | set(present)) < 2:
-        return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return _number(cohen_kappa_score(list(flagged), list(present)))
+    return stats.kappa(flagged, present)
 
 
 def alpha(rows: Sequence[Reviewed], field: str,
@@ -168,7 +162,9 @@ def agreement(engine: Engine, since: datetime | None = None, tenant: str | None 
         labels[label] = label_stats(group, target, min_reviewed)
         if policy is not None:
             labels[label]["current_threshold"] = policy.threshold(label, tenant)
+    from pipeline.judge.agreement import judge_agreement
+
     return {"reviews": len(rows), "since": since.isoformat() if since else None,
             "tenant": tenant, "target_precision": target, "min_reviewed": min_reviewed,
             "current_policy_version": policy.version if policy is not None else None,
-            "labels": labels}
+            "labels": labels, "judge": judge_agreement(engine, since, tenant)}

@@ -92,11 +92,11 @@ def sample(engine: Engine, n: int, flt: SampleFilter, seed: int = 0) -> list[dic
     quota = allocate(n, strata(engine, flt))
     picked = [row for key in sorted(quota) if quota[key]
               for row in _draw(engine, key, quota[key], start, flt)]
-    texts = _turn_texts(engine, picked)
+    texts = turn_texts(engine, picked)
     return [_line(row, texts) for row in picked]
 
 
-def _turn_texts(engine: Engine, rows: list[Any]) -> dict[tuple[str, int], tuple[str, str]]:
+def turn_texts(engine: Engine, rows: list[Any]) -> dict[tuple[str, int], tuple[str, str]]:
     """(role, redacted text) of every turn of the sampled findings' conversations up to the
     finding's turn."""
     wanted: dict[str, int] = {}

@@ -7,13 +7,45 @@ observation (their share of "present" answers), or the interval would be too nar
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+from pipeline.errors import MissingExtraError
 
 Z95 = 1.959963984540054
 MIN_REVIEWED = 30  # reviewed findings of a label before any threshold is suggested
 MIN_ABOVE = 10  # reviewed findings at or above a suggested threshold
+
+
+def kappa(a: Sequence[Any], b: Sequence[Any],
+          weights: Literal["linear", "quadratic"] | None = None) -> float | None:
+    """Cohen's kappa of two raters (scikit-learn), quadratic-weighted for ordinal scales, as
+    Kumar et al. report it; None where it is undefined (neither rater varies, or no pair)."""
+    from sklearn.metrics import cohen_kappa_score
+
+    if not a or len(set(a) | set(b)) < 2:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        value = cohen_kappa_score(list(a), list(b), weights=weights)
+    return None if math.isnan(value) else round(float(value), 4)
+
+
+def alpha_two(a: Sequence[float], b: Sequence[float],
+              level: Literal["nominal", "ordinal", "interval"]) -> float | None:
+    """Krippendorff's alpha of two raters on the same units; None where undefined."""
+    try:
+        import krippendorff
+        import numpy as np
+    except ImportError as exc:
+        raise MissingExtraError("krippendorff", "review") from exc
+    if not a or len(set(a) | set(b)) < 2:
+        return None
+    value = krippendorff.alpha(reliability_data=np.array([a, b], dtype=float),
+                               level_of_measurement=level)
+    return None if math.isnan(value) else round(float(value), 4)
 
 
 def wilson(successes: float, n: float, z: float = Z95) -> tuple[float, float]:

@@ -48,6 +48,14 @@ class MemoryContextStore:
         self._data[turn.conversation_id] = upsert(turns, turn, self.max_turns,
                                                   key=lambda t: t.turn)
 
+    def drop(self, gone: Callable[[str, Turn], bool]) -> int:
+        """Remove the conversations for which ``gone(id, latest turn)`` holds (deletion,
+        retention: pipeline/lifecycle/state.py); returns how many."""
+        ids = [cid for cid, turns in self._data.items() if turns and gone(cid, turns[-1])]
+        for cid in ids:
+            del self._data[cid]
+        return len(ids)
+
 
 def upsert(rows: Sequence[T], row: T, max_rows: int, key: Callable[[T], int]) -> tuple[T, ...]:
     """``rows`` (sorted by turn index) with ``row`` in its place: replacing the row of the same

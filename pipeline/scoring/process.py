@@ -18,6 +18,8 @@ from typing import Any
 from detectors.base import Context, DictStateStore, Finding, ScoringInput, StateStore, Turn
 from pipeline.ingest import events, limits
 from pipeline.ingest.events import Accepted, RawRecord, Rejected
+from pipeline.lifecycle.gate import IngestGate
+from pipeline.lifecycle.retention import Retention
 from pipeline.policy.engine import Policy
 from pipeline.scoring import redaction
 from pipeline.scoring.context import ContextStore, MemoryContextStore
@@ -44,6 +46,9 @@ class BatchReport:
     flagged: Counter[tuple[str, str]] = field(default_factory=Counter)
     suppressed: Counter[tuple[str, str]] = field(default_factory=Counter)
     dead_letters: Counter[str] = field(default_factory=Counter)
+    # Events not stored, scored nor dead-lettered: "deleted" (a deletion record covers them),
+    # "expired" (past their tenant's retention); pipeline/lifecycle/gate.py.
+    dropped: Counter[str] = field(default_factory=Counter)
     detector_seconds: dict[str, float] = field(default_factory=dict)
     detector_errors: Counter[str] = field(default_factory=Counter)
     language_skipped: Counter[str] = field(default_factory=Counter)
@@ -61,8 +66,8 @@ class BatchReport:
     def merge(self, other: BatchReport) -> None:
         for name in ("records", "turns_stored", "duplicates_skipped", "assistant_turns_scored"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        for name in ("findings", "flagged", "suppressed", "dead_letters", "detector_errors",
-                     "language_skipped", "redaction_failures"):
+        for name in ("findings", "flagged", "suppressed", "dead_letters", "dropped",
+                     "detector_errors", "language_skipped", "redaction_failures"):
             getattr(self, name).update(getattr(other, name))
         for k, v in other.detector_seconds.items():
             self.detector_seconds[k] = self.detector_seconds.get(k, 0.0) + v
@@ -87,6 +92,7 @@ class Processor:
         self.suite = suite
         self.sink = sink
         self.contexts = contexts or MemoryContextStore(settings.history_turns)
+        self.gate = IngestGate(sink.engine, Retention.from_policy(self.policy))
         self.state = state if state is not None else DictStateStore()
         self.run_id = run_id
         self.on_batch = on_batch
@@ -195,9 +201,12 @@ class Processor:
         """Valid, not yet stored turns. Exact duplicates (same content) are skipped silently;
         the same conversation and turn with other content is a conflicting duplicate."""
         accepted: list[Accepted] = []
+        invalid: list[Rejected] = []
         for rec in records:
             res = _validate(rec, self.settings.max_text_chars)
-            (accepted if isinstance(res, Accepted) else rejected).append(res)  # type: ignore[arg-type]
+            (accepted if isinstance(res, Accepted) else invalid).append(res)  # type: ignore[arg-type]
+        accepted, invalid = self.gate.admit(accepted, invalid, report.dropped)
+        rejected += invalid
         stored = self.sink.existing_hashes([turn_id(*a.turn.key) for a in accepted])
         seen: dict[str, str] = {}
         fresh: list[Accepted] = []

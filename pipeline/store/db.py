@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, inspect
 
-from pipeline.errors import ConfigError, MissingExtraError
+from pipeline.errors import ConfigError, MissingExtraError, StoreUnavailable
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
@@ -25,6 +25,15 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine
+
+
+def dialect_insert(dialect: str) -> Any:
+    """The ``insert`` construct with ``on_conflict_do_*`` of the store's dialect."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert
 
 
 def open_store(url: str) -> Engine:
@@ -61,6 +70,33 @@ def alembic_config(url: str):  # type: ignore[no-untyped-def]
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return cfg
+
+
+def wait_for(url: str, timeout_s: float, every_s: float = 1.0) -> float:
+    """Return once the database accepts a connection (seconds waited); ``StoreUnavailable``
+    after ``timeout_s``. For a container started beside its database (the compose stack's
+    migration job), whose server may still be initialising."""
+    import time
+
+    from sqlalchemy import text
+    from sqlalchemy.exc import OperationalError
+
+    engine = make_engine(url)
+    t0 = time.monotonic()
+    try:
+        while True:
+            try:
+                with engine.connect() as conn:
+                    conn.execute(text("select 1"))
+                return time.monotonic() - t0
+            except OperationalError as exc:
+                if time.monotonic() - t0 + every_s > timeout_s:
+                    # The exception's class only: its text can carry the host and user.
+                    raise StoreUnavailable(f"the database did not accept a connection within "
+                                           f"{timeout_s:g} s ({type(exc.orig).__name__})") from None
+                time.sleep(every_s)
+    finally:
+        engine.dispose()
 
 
 def upgrade(url: str, revision: str = "head") -> None:

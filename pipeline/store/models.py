@@ -81,6 +81,10 @@ class TurnRow(Base):
         Index("ix_turns_conversation", "conversation_id", "turn", unique=True),
         Index("ix_turns_bot_ts", "bot_id", "ts"),
         Index("ix_turns_model_ts", "model", "ts"),  # chatmon compare
+        Index("ix_turns_stored_at", "stored_at", "id"),  # chatmon judge --follow
+
+
+        Index("ix_turns_tenant_ts", "tenant", "ts"),  # chatmon purge: retention per tenant
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -169,7 +173,11 @@ class ReviewRow(Base):
 
 class DeadLetterRow(Base):
     __tablename__ = "dead_letters"
-    __table_args__ = (Index("ix_dead_letters_reason", "reason"),)
+    __table_args__ = (
+        Index("ix_dead_letters_reason", "reason"),
+        Index("ix_dead_letters_conversation", "conversation_id"),  # chatmon purge
+        Index("ix_dead_letters_created_at", "created_at"),  # chatmon purge --expired
+    )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     reason: Mapped[str] = mapped_column(String(64))
@@ -201,3 +209,110 @@ class ValidationResultRow(Base):
     success: Mapped[bool]
     unexpected_count: Mapped[int | None] = mapped_column(Integer)
     observed: Mapped[dict[str, Any]]
+
+
+class JudgeCacheRow(Base):
+    """The judge's answers, keyed by a hash of (rubric and its version, judge model, the exact
+    redacted messages sent): judging the same text again costs no request (docs/judge.md)."""
+
+    __tablename__ = "judge_cache"
+    __table_args__ = (Index("ix_judge_cache_conversation", "conversation_id"),)
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    # The conversation whose reply was asked about first: a purge of it removes the entry
+    # (the reason may quote the reply); another conversation with the same text asks again.
+    conversation_id: Mapped[str | None] = mapped_column(String(200))
+    rubric: Mapped[str] = mapped_column(String(80))  # criterion@version
+    model: Mapped[str] = mapped_column(String(200))
+    rating: Mapped[int] = mapped_column(Integer)
+    # The judge's short reason, redacted by the safety net before it is stored.
+    reason: Mapped[str] = mapped_column(Text)
+    tokens: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime]
+
+
+class JudgeUsageRow(Base):
+    """Requests and tokens spent per UTC day and judge model: the daily token budget holds
+    across restarts and across judge processes sharing the store."""
+
+    __tablename__ = "judge_usage"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    day: Mapped[str] = mapped_column(String(10))
+    model: Mapped[str] = mapped_column(String(200))
+    requests: Mapped[int] = mapped_column(Integer)
+    tokens: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime]
+
+
+class JudgeCursorRow(Base):
+    """How far ``chatmon judge --follow`` has read the stored turns (by ``stored_at``, then id)."""
+
+    __tablename__ = "judge_cursors"
+
+    id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    stored_at: Mapped[datetime]
+    turn_id: Mapped[str] = mapped_column(String(40))
+    updated_at: Mapped[datetime]
+
+
+# Data lifecycle (pipeline/lifecycle/, docs/privacy.md#data-lifecycle). None of these tables
+# holds a conversation id or any text: conversations are named by the SHA-256 of their id.
+
+
+class DeletionRow(Base):
+    """What was deleted on request, and when: events it covers with ``ts`` at or before
+    ``deleted_at`` are dropped at ingest (the no-resurrection rule)."""
+
+    __tablename__ = "deletions"
+    __table_args__ = (
+        Index("ix_deletions_key", "key"),
+        Index("ix_deletions_deleted_at", "deleted_at"),  # serve and workers poll for new ones
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)  # from (scope, key)
+    scope: Mapped[str] = mapped_column(String(16))  # conversation | tenant | bot
+    # conversation: the SHA-256 hex digest of its id; tenant, bot: the name.
+    key: Mapped[str] = mapped_column(String(200))
+    deleted_at: Mapped[datetime]
+    purge_id: Mapped[str] = mapped_column(String(36))
+
+
+class PurgeRow(Base):
+    """The audit log: one row per purge (``chatmon purge --log``)."""
+
+    __tablename__ = "purges"
+    __table_args__ = (Index("ix_purges_started_at", "started_at"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+    # Who asked: "chatmon purge --conversation", "DELETE /v1/conversations", "serve expiry"...
+    command: Mapped[str] = mapped_column(String(200))
+    scope: Mapped[str] = mapped_column(String(16))  # expired | conversation | tenant | bot
+    # What was asked: conversation digests, tenant, bot, the retention cuts.
+    request: Mapped[dict[str, Any]]
+    rows: Mapped[dict[str, Any]]  # table (or worker table) -> rows removed
+    status: Mapped[str] = mapped_column(String(16))  # running | done | failed
+
+
+class WeeklyCountRow(Base):
+    """Counts that outlive retention: what expired rows added to each ISO week (Monday 00:00
+    UTC), per tenant, bot, model and role; per label (findings, flagged, score sum), per
+    detector (``label`` empty: turns with a flagged finding of it) and overall (``detector``
+    and ``label`` empty: turns). Rows still stored are not in it: a week's number is the
+    stored rows' plus these."""
+
+    __tablename__ = "weekly_counts"
+
+    week: Mapped[datetime] = mapped_column(primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(200), primary_key=True)
+    bot_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    model: Mapped[str] = mapped_column(String(200), primary_key=True)
+    role: Mapped[str] = mapped_column(String(16), primary_key=True)
+    detector: Mapped[str] = mapped_column(String(64), primary_key=True)
+    label: Mapped[str] = mapped_column(String(128), primary_key=True)
+    turns: Mapped[int] = mapped_column(Integer, default=0)
+    findings: Mapped[int] = mapped_column(Integer, default=0)
+    flagged: Mapped[int] = mapped_column(Integer, default=0)
+    score_sum: Mapped[float] = mapped_column(Float, default=0.0)

@@ -22,6 +22,8 @@ from sqlalchemy.exc import (
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from pipeline.errors import SinkError, StoreUnavailable
+from pipeline.store.db import dialect_insert
+from pipeline.store.deletions import without_deleted, write_txn
 from pipeline.store.models import DeadLetterRow, FindingRow, Run, TurnRow
 
 # Rows per INSERT statement: SQLite allows 32766 bound parameters; findings have ~20 columns.
@@ -81,9 +83,14 @@ class Sink:
         findings: Sequence[Mapping[str, Any]] = (),
         dead_letters: Sequence[Mapping[str, Any]] = (),
     ) -> None:
-        """Write one batch in one transaction; rows that already exist are left as they are."""
+        """Write one batch in one transaction; rows that already exist are left as they are,
+        and so are rows of a conversation deleted meanwhile (``pipeline/store/deletions.py``)."""
+        if not (turns or findings or dead_letters):
+            return
         try:
-            with self.engine.begin() as conn:
+            with write_txn(self.engine) as conn:
+                turns, findings, dead_letters = without_deleted(conn, turns, findings,
+                                                                dead_letters)
                 for table, rows in (
                     (TurnRow.__table__, turns),
                     (FindingRow.__table__, findings),
@@ -133,11 +140,7 @@ class Sink:
 
 def insert_ignore(dialect: str, table: Table) -> Any:
     """``INSERT ... ON CONFLICT (id) DO NOTHING`` in the store's dialect."""
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    return insert(table).on_conflict_do_nothing(index_elements=["id"])
+    return dialect_insert(dialect)(table).on_conflict_do_nothing(index_elements=["id"])
 
 
 def _chunks(rows: Sequence[Mapping[str, Any]]) -> Iterable[list[Mapping[str, Any]]]:

@@ -114,7 +114,27 @@ def rows(n_conversations: int = 90, seed: int = 7) -> tuple[list[dict[str, Any]]
             turns.append(turn)
             make = _assistant_findings if role == "assistant" else _user_findings
             findings.extend(make(rng, turn))
-    return turns, findings
+    return turns, findings + judge_rows(findings)
+
+
+def judge_rows(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """chatmon judge's judge.empathy on every other reply (its own random stream, so the rows
+    above stay as they were): the judge agrees with the classifier's flag less often in the
+    last week, the drift the judge-agreement panel and figure show."""
+    rng = random.Random(11)
+    out = []
+    for i, f in enumerate(x for x in findings if x["label"] == "empathy.score"):
+        if i % 2:
+            continue
+        late = f["ts"] >= END - timedelta(days=6)
+        agree = rng.random() < (0.55 if late else 0.9)
+        flagged = f["flagged"] if agree else not f["flagged"]
+        rating = rng.choice((3, 4, 5) if flagged else (1, 2))
+        turn = {**f, "id": f["turn_id"]}
+        out.append(_finding(turn, "judge.empathy", (rating - 1) / 4, flagged, {
+            "rating": rating, "scale": [1, 5], "rubric": "empathy", "rubric_version": "1",
+            "model": "judge-seed", "compare_to": "empathy.score", "reason": "seeded"}))
+    return out
 
 
 def validation_rows() -> list[dict[str, Any]]:

@@ -118,10 +118,20 @@ def test_week_over_week_is_the_difference_of_the_last_two_weeks(engine: Engine) 
             assert float(r["empathy_change"]) == pytest.approx(means[-1] - means[-2])
 
 
-def test_empathy_gap_is_relative_to_the_bots_mean(engine: Engine) -> None:
-    means = {r["bot"]: float(r["empathy"]) for r in _run(engine, queries.MECHANISMS).records()}
+def test_empathy_gap_is_against_the_bots_other_replies(engine: Engine) -> None:
+    turns, findings = rows()
+    empathy = {(f["conversation_id"], f["turn"]): (f["bot_id"], f["score"]) for f in findings
+               if f["label"] == "empathy.score" and START <= f["ts"] < END}
+    mentions = {(f["conversation_id"], f["turn"] + 1): (f["evidence"]["category"],
+                                                         f["evidence"]["group"])
+                for f in findings if f["label"] == "bias.user_group"}
     gaps = _run(engine, queries.EMPATHY_GAP).records()
-    assert {r["category"] for r in gaps} <= {"age", "disability", "religion"}
+    assert len(gaps) >= 6
     for r in gaps:
-        if r["bot"] in means and r["bot"] != "helpdesk-a":  # one model per bot: same mean
-            assert float(r["gap"]) == pytest.approx(float(r["empathy"]) - means[r["bot"]])
+        key = (r["category"], r["user_group"])
+        bots = [(mentions.get(at) == key, s) for at, (bot, s) in empathy.items()
+                if bot == r["bot"]]
+        group = [s for inside, s in bots if inside]
+        rest = [s for inside, s in bots if not inside]
+        assert r["replies"] == len(group)
+        assert float(r["gap"]) == pytest.approx(sum(group) / len(group) - sum(rest) / len(rest))

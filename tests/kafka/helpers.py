@@ -153,6 +153,44 @@ class Worker:
         return self.log_path.read_text(errors="replace")[-4000:]
 
 
+def all_stored(url: str, turns: int) -> bool:
+    """Every turn stored and stage 2's window finding on every assistant turn."""
+    counts = db_counts(url)
+    return counts["turns"] >= turns and counts["window_turns"] >= turns // 2
+
+
+def turn_partitions(worker: Worker, topic: str) -> set[str]:
+    parts = worker.stats().get("lag", {}).get("partitions", {})
+    return {p for p in parts if p.rsplit(":", 1)[0] == topic}
+
+
+def balanced(a: Worker, b: Worker, topic: str) -> bool:
+    """Both workers hold partitions of ``topic``, none twice, all of them between them."""
+    pa, pb = turn_partitions(a, topic), turn_partitions(b, topic)
+    return bool(pa) and bool(pb) and not pa & pb and len(pa | pb) == PARTITIONS
+
+
+def kill_mid_stream(env: dict[str, str], path: Path, rate: int, victim: Worker, after: int,
+                    restart: Callable[[], object]) -> None:
+    """Produce ``path`` at ``rate`` turns/s; once ``victim`` has taken ``after`` turns, SIGKILL
+    it while turns are still produced and ``restart`` a worker at once (two rebalances in quick
+    succession, the case where faust alone skipped events: pipeline/kafka/offsets.py); return
+    when everything was produced."""
+    producer = subprocess.Popen([*CHATMON, "produce", str(path), "--rate", str(rate),
+                                 "--no-progress"], env=env, cwd=ROOT,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: victim.stats().get("records", {}).get("stage1", 0) >= after, 120,
+                   "the victim worker to be mid-stream")
+        victim.kill()
+        assert producer.poll() is None, "the kill should happen while turns are still produced"
+        restart()
+        assert producer.wait(120) == 0
+    finally:
+        if producer.poll() is None:
+            producer.kill()
+
+
 PHRASE = "Is there anything else I can help you with today"
 
 

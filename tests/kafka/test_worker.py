@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,15 +15,15 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from tests.kafka.helpers import (
-    CHATMON,
-    PARTITIONS,
     PHRASE,
-    ROOT,
     KafkaNames,
     Worker,
+    all_stored,
+    balanced,
     chatmon,
     chatmon_env,
     db_counts,
+    kill_mid_stream,
     make_turns,
     wait_until,
     write_jsonl,
@@ -41,21 +40,6 @@ def _env(kafka_bootstrap: str, names: KafkaNames, postgres_url: str) -> dict[str
     assert created.returncode == 0, created.stderr
     assert f"{names.turns}: created" in created.stdout
     return env
-
-
-def _turn_partitions(worker: Worker, topic: str) -> set[str]:
-    parts = worker.stats().get("lag", {}).get("partitions", {})
-    return {p for p in parts if p.rsplit(":", 1)[0] == topic}
-
-
-def _all_stored(url: str, turns: int) -> bool:
-    counts = db_counts(url)
-    return counts["turns"] >= turns and counts["window_turns"] >= turns // 2
-
-
-def _balanced(a: Worker, b: Worker, topic: str) -> bool:
-    pa, pb = _turn_partitions(a, topic), _turn_partitions(b, topic)
-    return bool(pa) and bool(pb) and not pa & pb and len(pa | pb) == PARTITIONS
 
 
 def test_produce_2000_turns_gives_one_result_per_assistant_turn(
@@ -121,7 +105,7 @@ def test_two_workers_share_partitions(kafka_bootstrap: str, names: KafkaNames,
                                       workers: Callable[..., Worker]) -> None:
     env = _env(kafka_bootstrap, names, postgres_url)
     a, b = workers(env, "a"), workers(env, "b")
-    wait_until(lambda: _balanced(a, b, names.turns), 60, "both workers to hold partitions")
+    wait_until(lambda: balanced(a, b, names.turns), 60, "both workers to hold partitions")
     produced = chatmon(["produce", str(write_jsonl(tmp_path / "t.jsonl", make_turns(100))),
                         "--no-progress"], env)
     assert produced.returncode == 0, produced.stderr
@@ -137,25 +121,11 @@ def test_sigkill_mid_stream_loses_nothing_and_stores_nothing_twice(
         workers: Callable[..., Worker]) -> None:
     env = _env(kafka_bootstrap, names, postgres_url)
     a, b = workers(env, "a"), workers(env, "b")
-    wait_until(lambda: _balanced(a, b, names.turns), 60, "both workers to hold partitions")
+    wait_until(lambda: balanced(a, b, names.turns), 60, "both workers to hold partitions")
     path = write_jsonl(tmp_path / "t.jsonl", make_turns(300))  # 1200 turns at 200/s: 6 s
-    producer = subprocess.Popen([*CHATMON, "produce", str(path), "--rate", "200",
-                                 "--no-progress"], env=env, cwd=ROOT,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        wait_until(lambda: a.stats().get("records", {}).get("stage1", 0) >= 100, 60,
-                   "worker a to be mid-stream")
-        a.kill()
-        assert producer.poll() is None, "the kill should happen while turns are still produced"
-        # a comes back at once, while b is still taking over its partitions: two rebalances in
-        # quick succession, the case where faust alone skipped events (pipeline/kafka/offsets.py)
-        workers(env, "a-restarted")
-        assert producer.wait(120) == 0
-    finally:
-        if producer.poll() is None:
-            producer.kill()
+    kill_mid_stream(env, path, 200, a, 100, lambda: workers(env, "a-restarted"))
     # after a SIGKILL the group needs a few rebalances on tansu; slow under load, so wait long
-    wait_until(lambda: _all_stored(postgres_url, 1200), 300, "all results")
+    wait_until(lambda: all_stored(postgres_url, 1200), 300, "all results")
     counts = db_counts(postgres_url)
     assert counts["turns"] == counts["distinct_turns"] == 1200
     assert counts["windows"] == counts["window_turns"] == 600
