@@ -123,17 +123,19 @@ def judge_rows(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     last week, the drift the judge-agreement panel and figure show."""
     rng = random.Random(11)
     out = []
-    for i, f in enumerate(x for x in findings if x["label"] == "empathy.score"):
+    # Compared with empathy.missed, empathy's flagged label since issue 27 (the scores are never
+    # flagged): the judge's flag here means "the upset user was missed", a low rating.
+    for i, f in enumerate(x for x in findings if x["label"] == "empathy.missed"):
         if i % 2:
             continue
         late = f["ts"] >= END - timedelta(days=6)
         agree = rng.random() < (0.55 if late else 0.9)
         flagged = f["flagged"] if agree else not f["flagged"]
-        rating = rng.choice((3, 4, 5) if flagged else (1, 2))
+        rating = rng.choice((1, 2) if flagged else (3, 4, 5))
         turn = {**f, "id": f["turn_id"]}
         out.append(_finding(turn, "judge.empathy", (rating - 1) / 4, flagged, {
             "rating": rating, "scale": [1, 5], "rubric": "empathy", "rubric_version": "1",
-            "model": "judge-seed", "compare_to": "empathy.score", "reason": "seeded"}))
+            "model": "judge-seed", "compare_to": "empathy.missed", "reason": "seeded"}))
     return out
 
 
