@@ -53,6 +53,7 @@ SELECT bot_id AS bot, model, COUNT(*) AS replies,
        AVG(CAST(evidence->'ip'->>'level' AS {NUM})) AS interpretations,
        AVG(CAST(evidence->'ex'->>'level' AS {NUM})) AS explorations,
        AVG(CAST(evidence->>'alignment' AS {NUM})) AS emotion_alignment,
+       AVG(CAST(evidence->>'cause_addressed' AS {NUM})) AS engagement,
        AVG(score) AS empathy
 FROM findings
 WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts)
@@ -60,7 +61,8 @@ GROUP BY 1, 2
 ORDER BY 1, 2
 """, (("bot", "string"), ("model", "string"), ("replies", "number"),
       ("emotional_reactions", "number"), ("interpretations", "number"),
-      ("explorations", "number"), ("emotion_alignment", "number"), ("empathy", "number")))
+      ("explorations", "number"), ("emotion_alignment", "number"), ("engagement", "number"),
+      ("empathy", "number")))
 
 MECHANISMS_WEEKLY = SqlQuery(f"""
 SELECT date_trunc('week', ts) AS time, bot_id AS metric,
@@ -73,6 +75,19 @@ GROUP BY 1, 2
 ORDER BY 1, 2
 """, (("time", "time"), ("metric", "string"), ("emotional_reactions", "number"),
       ("interpretations", "number"), ("explorations", "number")), "time_series")
+
+# empathy.missed (issue 27): the share of a bot's replies that left an upset user unengaged
+# (flagged = a failure, as for every empathy failure; the empathy scores are never flagged).
+EMPATHY_MISSED_WEEKLY = SqlQuery("""
+SELECT date_trunc('week', t.ts) AS time, t.bot_id AS metric,
+       COUNT(DISTINCT f.turn_id) * 1.0 / COUNT(DISTINCT t.id) AS missed
+FROM turns t
+LEFT JOIN findings f
+  ON f.turn_id = t.id AND f.label = 'empathy.missed' AND f.flagged
+WHERE t.role = 'assistant' AND $__timeFilter(t.ts)
+GROUP BY 1, 2
+ORDER BY 1, 2
+""", (("time", "time"), ("metric", "string"), ("missed", "number")), "time_series")
 
 ALIGNMENT_WEEKLY = SqlQuery(f"""
 SELECT date_trunc('week', ts) AS time, bot_id AS metric,

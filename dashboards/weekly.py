@@ -32,6 +32,11 @@ def _empathy() -> list[Panel]:
         timeseries("Empathy per bot and model (weekly mean)", q.EMPATHY_WEEKLY,
                    unit="percentunit", description="Mean empathy.score of assistant replies.",
                    colour=shades(SIGNAL["empathy"])),
+        timeseries("Upset users missed per bot (weekly share of replies)",
+                   q.EMPATHY_MISSED_WEEKLY, unit="percentunit", colour=shades(SIGNAL["empathy"]),
+                   description="Replies flagged empathy.missed: the user was upset and the "
+                               "reply did not engage with it (a generic apology does not count "
+                               "in full)."),
         timeseries("Emotion alignment per bot (weekly mean)", q.ALIGNMENT_WEEKLY,
                    unit="percentunit", colour=shades(SIGNAL["empathy"]),
                    description="How well the reply's emotion fits the user's (0..1)."),
@@ -40,8 +45,10 @@ def _empathy() -> list[Panel]:
                    description="Emotional reactions, interpretations, explorations: mean "
                                "level 0 (none) .. 2 (strong) per week."),
         table("EPITOME mechanisms per bot and model", q.MECHANISMS, height=8,
-              description="Mean levels (0 none, 1 weak, 2 strong) of emotional reactions, "
-                          "interpretations and explorations, and emotion alignment."),
+              description="Mean levels (0 none, 1 weak, 2 strong: strong needs a sentence "
+                          "that engages the user's situation) of emotional reactions, "
+                          "interpretations and explorations, emotion alignment, and engagement "
+                          "(0..1)."),
         table("Empathy gap between user groups", q.EMPATHY_GAP, width=24, height=7,
               description="Empathy of the replies to users who mention an identity group, "
                           "minus that of the bot's other replies: negative means colder "

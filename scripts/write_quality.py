@@ -27,7 +27,10 @@ FOLDERS = {
     "mentalmanip": "mentalmanip", "persuasionforgood": "persuasionforgood",
     "crows-pairs": "crows-pairs", "bbq": "bbq", "davidson": "davidson-hate-offensive",
     "toxigen": "toxigen-seeds", "jigsaw": "jigsaw-toxic-sample",
+    "goemotions": "goemotions-ekman",
 }
+# Benches whose data lives in this repository (written by us), not under the evaldata root.
+IN_REPO = {"contrast": ROOT / "tests" / "eval" / "contrast"}
 # (metric, ">=" or "<=", value, issue) from the issues' targets
 TARGETS: dict[str, list[tuple[str, str, float, int]]] = {
     "presidio-synth": [("recall", ">=", 0.90, 2), ("precision", ">=", 0.85, 2)],
@@ -39,6 +42,13 @@ TARGETS: dict[str, list[tuple[str, str, float, int]]] = {
     "crows-pairs": [("pairwise_acc", ">=", 0.80, 4), ("pairwise_acc_antistereo", ">=", 0.60, 4)],
     "mentalmanip": [("auroc", ">=", 0.78, 4)],
     "persuasionforgood": [("fpr_utterance", "<=", 0.03, 4)],
+    "goemotions": [("macro_f1", ">=", 0.60, 27)],
+    "contrast": [(f"{part}{m}", op, v, 27) for part in ("heldout_", "")
+                 for m, op, v in (("pairwise_tailored_stock", ">=", 0.90),
+                                  ("pairwise_tailored_cold", ">=", 0.95),
+                                  ("stock_level_le1", ">=", 0.90),
+                                  ("formulaic_stock", ">=", 0.80),
+                                  ("formulaic_tailored", "<=", 0.10))],
 }
 
 
@@ -57,7 +67,7 @@ def run_all(data: Path, backend: str, only: list[str]) -> dict[str, Any]:
     for name in BENCHES:
         if only and name not in only:
             continue
-        path = data / FOLDERS.get(name, name) / "dev"
+        path = IN_REPO.get(name) or data / FOLDERS.get(name, name) / "dev"
         t0 = time.perf_counter()
         try:
             res = run_benchmark(name, path, settings).as_dict()
@@ -112,7 +122,10 @@ def render(results: dict[str, Any], backend: str, data: str,
              "halves were also used to pick them, so these are dev numbers, not held-out ones. "
              "The offline toxicity heads were trained on the davidson, toxigen and jigsaw dev "
              "halves, so those three rows are in-sample; their out-of-fold numbers are in "
-             "`docs/models/toxicity.md`.", "",
+             "`docs/models/toxicity.md`. `contrast` is our own set (`tests/eval/contrast`): "
+             "the empathy detector's engagement constants were chosen on its tuning half, so "
+             "its `heldout_` rows are the ones to trust; `goemotions` is the dev split, the "
+             "emotion model was trained on the train split only.", "",
              f"- Shared encoder backend: `{backend}`; data: `{data}/<set>/dev`",
              f"- Reproduce: `.venv/bin/python scripts/write_quality.py --data {data} "
              f"--backend {backend} --out QUALITY.md`"]
@@ -132,7 +145,7 @@ def render(results: dict[str, Any], backend: str, data: str,
     lines += ["", "## Every metric", ""]
     head = "| bench | detector | n | metric | value |" + (" change |" if compare else "")
     lines += [head, "|---|---|---:|---|---:|" + ("---:|" if compare else "")]
-    missing = [b for b in FOLDERS if b not in results]
+    missing = [b for b in [*FOLDERS, *IN_REPO] if b not in results]
     if missing:
         lines.append(f"| {', '.join(missing)} | - | - | not run in this generation | - |"
                      + (" |" if compare else ""))

@@ -30,13 +30,15 @@ from tests.test_policy import ISSUE_POLICY
 ROOT = Path(__file__).resolve().parents[1]
 RULES_FILE = ROOT / "deploy/prometheus/chatmon-alerts.rules.yml"
 PROMTOOL = shutil.which("promtool")
-# The issue's file raises only empathy.alignment for globex; its Done-when also names
-# empathy.er, so the test's file raises both.
-DONE_WHEN_POLICY = ISSUE_POLICY.replace('"empathy.alignment" = 1.0',
-                                        '"empathy.alignment" = 1.0\n"empathy.er" = 1.0')
+# The issue's file raises empathy.alignment for globex and its Done-when also names empathy.er;
+# since issue 27 those are measurements the shipped policy never flags (threshold 2.0), so the
+# tenant layer is shown on empathy's failures instead.
+DONE_WHEN_POLICY = ISSUE_POLICY.replace(
+    '"empathy.alignment" = 1.0',
+    '"empathy.alignment" = 1.0\n"empathy.missed" = 1.0\n"empathy.formulaic_restatement" = 1.0')
 WITHOUT_GLOBEX = ISSUE_POLICY.replace('[tenants.globex.thresholds]\n"empathy.alignment" = 1.0\n',
                                       "")
-RAISED = ("empathy.alignment", "empathy.er")
+RAISED = ("empathy.missed", "empathy.formulaic_restatement")
 SUPPORT_LINE = "(212) 555-0147"
 ALLOW_SUPPORT_LINE = f"""
 version = "support-line"

@@ -263,7 +263,7 @@ def test_agreement_numbers_match_sklearn_and_the_dashboard_sql(store) -> None:
     from sklearn.metrics import cohen_kappa_score
 
     _, engine = store
-    for label in ("empathy.score", "pii.leak", "toxicity.insult"):
+    for label in ("empathy.missed", "pii.leak", "toxicity.insult"):
         lines = _lines(engine, label, 1000)
         store_reviews(engine, [parse(rate(x), i, False) for i, x in enumerate(lines)], "t")
     got = ag.agreement(engine)["labels"]

@@ -1,11 +1,15 @@
-"""EmpathyDetector: EPITOME mechanisms, overall empathy, emotion alignment, tactics and the four
-LLM-empathy failure flags for every assistant turn.
+"""EmpathyDetector: EPITOME mechanisms, overall empathy, emotion alignment, engagement with the
+user's situation, tactics, and the empathy failures for every assistant turn.
 
-Findings per assistant turn: ``empathy.score``, ``empathy.er``, ``empathy.ip``, ``empathy.ex`` and
-``empathy.alignment`` always; the flags (``empathy.advice_before_ack``,
-``empathy.formulaic_restatement``, ``empathy.overempathising``, ``empathy.length_inflated``) only
-when their score reaches ``MIN_FLAG_SCORE`` (a negligible score is dropped to keep the store
-small; policy decides what is flagged).
+Findings per assistant turn. Scores (measurements, never flagged by the shipped policy):
+``empathy.score``, ``empathy.er``, ``empathy.ip``, ``empathy.ex`` and ``empathy.alignment``
+always, ``empathy.cause_addressed`` when an empathic sentence engages the user's situation
+(score = its engagement, at least ``ENGAGED``; evidence: the cause span in the user turn and the
+addressing sentence). Failures (flagged by
+policy): ``empathy.missed`` (the user was upset and the reply did not engage with it),
+``empathy.advice_before_ack``, ``empathy.formulaic_restatement``, ``empathy.overempathising``,
+``empathy.length_inflated``, stored only when their score reaches ``MIN_FLAG_SCORE`` (a
+negligible score is dropped to keep the store small; policy decides what is flagged).
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from typing import Any
 import numpy as np
 
 from detectors.base import DetectorError, Finding, ScoringInput
-from detectors.empathy.analysis import TurnAnalysis, analyse
+from detectors.empathy.analysis import ENGAGED, analyse
+from detectors.empathy.emotion import EmotionModel
+from detectors.empathy.evidence import TurnAnalysis
 from detectors.empathy.flags import FLAGS
 from detectors.empathy.model import MECHANISMS, EmpathyModel
 from detectors.features import EMBEDDING, PROMPT_EMBEDDING, SENTENCE_EMBEDDINGS, SENTENCES
@@ -51,13 +57,16 @@ class EmpathyDetector:
         self._max_length = max_length
         self._runtime = runtime
         self._model: EmpathyModel | None = None
+        self._emotions: EmotionModel | None = None
         self._transformer: Any = None
-        self.version = "1.0.0" + ("" if backend == "offline" else "+transformers") + (
+        self.version = "2.0.0" + ("" if backend == "offline" else "+transformers") + (
             "+int8" if backend == "transformers" and runtime == "onnx-int8" else "")
 
     def load(self) -> None:
         if self._model is None:
             self._model = EmpathyModel.load(self._weights) if self._weights else EmpathyModel.load()
+        if self._emotions is None:
+            self._emotions = EmotionModel.load()
         if self.backend == "transformers" and self._transformer is None:
             from detectors.empathy.backend import TransformersMechanisms
 
@@ -68,7 +77,9 @@ class EmpathyDetector:
 
     def score(self, batch: Sequence[ScoringInput]) -> list[list[Finding]]:
         self.load()
-        assert self._model is not None  # for the type checker; load() sets it
+        model, emotions = self._model, self._emotions
+        if model is None or emotions is None:
+            raise DetectorError("empathy: load() did not set up the models")
         override = None
         if self._transformer is not None:
             override = self._transformer.predict(
@@ -82,7 +93,9 @@ class EmpathyDetector:
                     "empathy needs the shared features sentences/sentence_embeddings"
                 )
             mech = None if override is None else override[i]
-            a = analyse(self._model, item.turn.text, item.context.prompt_text, feats, mech)
+            ctx = item.context
+            a = analyse(model, emotions, item.turn.text, ctx.prompt, feats, mech,
+                        history=ctx.history)
             out.append(self._findings(a))
         return out
 
@@ -99,6 +112,9 @@ class EmpathyDetector:
                 self._finding(mech, float(a.reply.mech[j]), a.mech_span(j), a.mech_evidence(j))
             )
         found.append(self._finding("alignment", a.alignment, None, a.alignment_evidence()))
+        if a.cause_addressed >= ENGAGED:
+            span, evidence = a.cause_evidence()
+            found.append(self._finding("cause_addressed", a.cause_addressed, span, evidence))
         for sub, flag in FLAGS.items():
             parts = flag(a.reply)
             if parts is not None and parts[0] >= MIN_FLAG_SCORE:

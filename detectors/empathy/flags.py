@@ -1,4 +1,5 @@
-"""The four LLM-empathy failure flags, computed from the per-sentence analysis of one reply.
+"""The empathy failure flags, computed from the per-sentence analysis of one reply: the user's
+upset missed, and the four LLM-empathy failures.
 
 Each function returns a flag finding's parts ``(score, span, evidence)`` or None when the flag
 does not apply. Scores are graded (policy picks the flagging threshold); evidence names the
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from detectors.empathy import lexicon
+from detectors.empathy.engagement import GENERIC_CREDIT
 from detectors.empathy.labels import EMOTIONS
 
 Span = tuple[int, int]
@@ -23,9 +25,8 @@ CONTENT_TACTICS = frozenset({"advice", "information", "assistance"})
 EMPATHIC_TACTICS = frozenset(
     {"validation", "paraphrasing", "emotional_expression", "reassurance", "empowerment"}
 )
-FORMULA_WORDS = 16  # restating blocks up to this many words count fully as a formula
-RESTATING_TACTICS = frozenset({"validation", "paraphrasing"})
 _NEUTRAL = EMOTIONS.index("neutral")
+EXPLORE_CREDIT = 0.7  # credit of a question that explores the feeling or the situation
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,12 @@ class ReplyAnalysis:
     mech: np.ndarray  # (3,) reply-level er/ip/ex
     user_emotion: np.ndarray  # distribution over EMOTIONS
     words: int
+    engagement: np.ndarray  # (n,) engagement with the user's situation per sentence
+    empathic: np.ndarray  # (n,) bool: names or interprets the feeling (can engage in full)
+    acknowledges: np.ndarray  # (n,) bool: warm (ER/IP/a feeling), or a stock acknowledgement
+    explores: np.ndarray  # (n,) bool: asks about the feeling, or a question that engages
+    upset: float  # P(the user is upset)
+    manipulation: float  # the strongest warm manipulation cue in the reply (0: none)
 
 
 def _user_label(a: ReplyAnalysis) -> str:
@@ -63,52 +70,78 @@ def advice_before_ack(a: ReplyAnalysis) -> FlagParts | None:
     first_ack = acks[0] if acks else None
     if first_ack is not None and first_ack < first:
         return None
-    emotional = 1.0 - float(a.user_emotion[_NEUTRAL])
+    emotional = a.upset  # an upset user (a happy one needs no acknowledgement first)
     score = emotional * max(float(a.tactic_p[first]), float(a.advice_p[first]))
     evidence = {
         "advice_sentence": first,
         "advice_tactic": a.tactics[first],
         "first_ack_sentence": first_ack,
         "user_emotion": _user_label(a),
-        "user_emotional_p": round(emotional, 3),
+        "user_upset_p": round(emotional, 3),
     }
     return score, a.spans[first], evidence
 
 
-def _restating(a: ReplyAnalysis, i: int) -> bool:
-    return (
-        a.tactics[i] in RESTATING_TACTICS
-        or lexicon.first_hit(lexicon.RESTATEMENT, a.sentences[i]) is not None
-    )
-
-
 def formulaic_restatement(a: ReplyAnalysis) -> FlagParts | None:
-    """An opening formula restating the user's emotion ("I understand how you feel. You are upset
-    because..."), followed straight by content (advice, information, help) rather than by
-    anything that engages with the feeling (a question, comfort)."""
-    for i in range(min(2, len(a.sentences))):
-        pattern = lexicon.first_hit(lexicon.RESTATEMENT, a.sentences[i])
-        if pattern is None:
-            continue
-        nxt = i + 1
-        while nxt < len(a.sentences) and _restating(a, nxt):
-            nxt += 1
-        if nxt >= len(a.sentences) or a.tactics[nxt] not in CONTENT_TACTICS:
-            return None
-        block_words = sum(len(a.sentences[k].split()) for k in range(i, nxt))
-        # A short stock restatement is a formula; a long one that works through the user's
-        # specifics ("I hear you, losing your job is a huge shock and...") much less so.
-        generic = min(1.0, FORMULA_WORDS / max(1, block_words))
-        evidence = {
-            "pattern": pattern,
-            "sentence": i,
-            "restating_sentences": nxt - i,
-            "restating_words": block_words,
-            "next_sentence": nxt,
-            "next_tactic": a.tactics[nxt],
-        }
-        return float(a.tactic_p[nxt]) * generic, (a.spans[i][0], a.spans[nxt - 1][1]), evidence
-    return None
+    """A generic acknowledgement or apology ("I understand your frustration", "We apologize for
+    any inconvenience") followed straight by procedure or boilerplate, with nothing about this
+    user's situation: no acknowledging sentence of the reply engages it. The opening is the run
+    of acknowledging sentences starting at the first or second sentence (after a greeting); a
+    question that explores right after it is engagement, not a formula. Score = (1 - the best
+    engagement of an acknowledging sentence) x min(1, 2 P(the user is upset))."""
+    acks = [i for i in range(min(2, len(a.sentences))) if a.acknowledges[i]]
+    if not acks:
+        return None
+    first = acks[0]
+    nxt = first
+    while nxt < len(a.sentences) and a.acknowledges[nxt]:
+        nxt += 1
+    if nxt >= len(a.sentences) or a.explores[nxt]:
+        return None
+    opening_eng = float(a.engagement[:nxt].max())
+    empathic_eng = float(a.engagement[a.acknowledges].max())
+    pattern = (lexicon.first_hit(lexicon.RESTATEMENT, a.sentences[first])
+               or lexicon.first_hit(lexicon.ACKNOWLEDGEMENT, a.sentences[first]))
+    evidence = {
+        "pattern": pattern,
+        "sentence": first,
+        "opening_sentences": nxt - first,
+        "opening_engagement": round(opening_eng, 3),
+        "reply_engagement": round(empathic_eng, 3),
+        "next_sentence": nxt,
+        "next_tactic": a.tactics[nxt],
+    }
+    # The script answers an upset user; an offer ("Happy to help!") before instructions to a
+    # calm one is not it. Full weight from P(upset) = 0.5.
+    score = (1.0 - max(opening_eng, empathic_eng)) * min(1.0, 2.0 * a.upset)
+    return score, (a.spans[first][0], a.spans[nxt - 1][1]), evidence
+
+
+def missed(a: ReplyAnalysis) -> FlagParts | None:
+    """The user was upset and the reply did not engage with it. Score = P(upset) x (1 -
+    credit), credit = the most of: the best (acknowledgement x engagement) of an empathic
+    sentence; EXPLORE_CREDIT when a sentence asks about the feeling ("How are you holding up?")
+    or asks about this user's situation; GENERIC_CREDIT x the strongest acknowledgement (a stock
+    apology earns a little, an engaged one all); all of it scaled by (1 - the strongest warm
+    manipulation cue of the reply)."""
+    if not a.sentences:
+        return None
+    strength = a.sent_mech[:, :2].max(axis=1)
+    engaged = np.where(a.acknowledges, strength * a.engagement, 0.0)
+    presence = float(np.where(a.acknowledges, np.maximum(strength, 0.5), 0.0).max())
+    explored = EXPLORE_CREDIT * float(a.explores.any())
+    # warmth that carries a manipulation cue earns nothing
+    credit = max(float(engaged.max()), GENERIC_CREDIT * presence, explored) * (1.0 - a.manipulation)
+    best = int(np.argmax(engaged)) if engaged.max() > 0 else None
+    evidence = {
+        "user_emotion": _user_label(a),
+        "user_upset_p": round(a.upset, 3),
+        "engaged_empathy": round(float(engaged.max()), 3),
+        "acknowledgement": round(presence, 3),
+        "explores": bool(a.explores.any()),
+        "sentence": best,
+    }
+    return a.upset * (1.0 - credit), None, evidence
 
 
 def overempathising(a: ReplyAnalysis) -> FlagParts | None:
@@ -157,6 +190,7 @@ def length_inflated(a: ReplyAnalysis) -> FlagParts | None:
 
 
 FLAGS = {
+    "missed": missed,
     "advice_before_ack": advice_before_ack,
     "formulaic_restatement": formulaic_restatement,
     "overempathising": overempathising,

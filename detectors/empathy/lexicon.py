@@ -82,6 +82,18 @@ RESTATEMENT = _compile({
     "its_understandable": r"^\W*it'?s\s+(?:completely\s+|totally\s+|perfectly\s+)?(?:understandable|natural|normal|okay|valid)\s+(?:to\s+feel|that\s+you)\b",
 })
 
+# Acknowledgements and apologies as support scripts write them, empathic or not ("We apologize
+# for any inconvenience", "Thank you for your patience"). They mark a sentence as an
+# acknowledgement for the formulaic_restatement and missed flags; whether it is generic is the
+# engagement model's call, not this table's.
+ACKNOWLEDGEMENT = _compile({
+    "apology": r"\b(?:apologi[sz]e\w*|apolog(?:y|ies)|sorry|regret)\b",
+    "understand": r"\b(?:understand|appreciate|realise|realize|recogni[sz]e|know|imagine|see|hear)\s+(?:how|why|that|what|your|this|it)\b|\bi\s+hear\s+you\b",
+    "condolences": r"\bcondolences\b|\bsympathy\b",
+    "patience": r"\b(?:thank\s+you|thanks)\s+for\s+(?:your\s+)?(?:patience|understanding|bearing\s+with)\b|\bappreciate\s+your\s+(?:patience|understanding)\b",
+    "not_wanted": r"\bnot\s+the\s+experience\s+we\b|\bdidn'?t\s+meet\s+your\s+expectations\b|\bdid\s+not\s+meet\s+your\s+expectations\b",
+})
+
 # Stock empathic phrases: counted for the length_inflated flag.
 EMPATHIC_PHRASES = _compile({
     "sorry_to_hear": r"\bsorry (?:to hear|you(?:'re| are) going through|for (?:your|the) (?:loss|trouble|inconvenience|frustration))\b",
@@ -97,20 +109,6 @@ EMPATHIC_PHRASES = _compile({
     "heart_goes_out": r"\bmy heart goes out\b",
     "reach_out": r"\b(?:don'?t hesitate to|feel free to) reach out\b",
 })
-
-# Words that mark a user message as emotional (used with the emotion model for "neutral").
-EMOTION_WORDS = re.compile(
-    r"\b(?:sad|depress\w*|lonely|alone|cry\w*|grief|griev\w*|died|passed away|loss|lost|hurt\w*|"
-    r"angry|furious|mad|hate|livid|pissed|annoy\w*|frustrat\w*|fed up|sick of|tired of|ugh|"
-    r"scared|afraid|terrified|anxious|anxiety|panic\w*|worried|nervous|fear\w*|stress\w*|"
-    r"happy|excited|thrilled|proud|grateful|love|awesome|yay|"
-    r"upset|overwhelm\w*|heartbroken|miserable|hopeless|worthless|suicid\w*|kill myself|"
-    r"disappoint\w*|devastat\w*|shaking|shaken|desperate|struggl\w*|can'?t cope|redundan\w*|"
-    r"laid off|fired|flood\w*|stolen|robbed|funeral|widow\w*|sick|hospital|diagnos\w*|"
-    r"can'?t afford|broke|terrible|awful|horrible|furious|stressed|embarrass\w*)\b|[!]{2,}|:\(",
-    _I,
-)
-
 
 def first_hit(patterns: CueTable, text: str) -> str | None:
     """Name of the first pattern in ``patterns`` that matches ``text``, or None."""

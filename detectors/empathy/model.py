@@ -58,7 +58,7 @@ class ModelParams:
     """Tunable constants of the offline model (not policy: they shape scores, not flags)."""
 
     cue_weight: float = 0.8  # how much one fired cue adds to a sentence's mechanism score
-    emotion_temperature: float = 0.05  # softmax temperature over prototype similarities
+    emotion_temperature: float = 0.05  # softmax temperature over reply prototype similarities
     second_weight: float = 0.3  # weight of the second-best sentence in the reply score
     first_person_weight: float = 0.7  # how much first-person sharing adds to interpretations
     first_person_norm: float = 6.0  # first-person words at which sharing counts fully
@@ -94,11 +94,8 @@ class EmpathyModel:
         self.tactic_w = arrays["tactic_w"].astype(np.float32)
         self.dim = int(self.tactic_w.shape[1])
         self.tactic_b = arrays["tactic_b"].astype(np.float32)
-        self.user_protos = arrays["user_protos"].astype(np.float32)
-        self.user_labels = arrays["user_labels"]
         self.reply_protos = arrays["reply_protos"].astype(np.float32)
         self.reply_labels = arrays["reply_labels"]
-        self._user = self._grouped(self.user_protos, self.user_labels)
         self._reply = self._grouped(self.reply_protos, self.reply_labels)
         # Optional per-mechanism level heads (3 x 3 levels x features), present only in weights
         # trained with ``pipeline.training.empathy.train_empathy`` on data the user is entitled
@@ -177,16 +174,6 @@ class EmpathyModel:
         top2 = np.partition(sims, -2, axis=2)[:, :, -2:]
         return top2.mean(axis=2)
 
-    def user_emotion(self, prompt_emb: np.ndarray | None, prompt_text: str) -> np.ndarray:
-        """Distribution over EMOTIONS for the user turn(s); neutral when there is no prompt."""
-        if prompt_emb is None or not prompt_text.strip():
-            return np.eye(len(EMOTIONS), dtype=np.float32)[EMOTIONS.index("neutral")]
-        sims = self._emotion(prompt_emb, self._user)[0]
-        # An emotion word makes "plain request" less likely; its absence makes it more likely.
-        has_word = lexicon.EMOTION_WORDS.search(prompt_text) is not None
-        sims[EMOTIONS.index("neutral")] += -0.08 if has_word else 0.03
-        return _softmax(sims / self.params.emotion_temperature)
-
     def reply_emotion(
         self,
         sent_emb: np.ndarray,
@@ -211,6 +198,7 @@ class EmpathyModel:
             # a reply that carries a clearly empathic sentence is not emotionally neutral
             agg[n] -= self.params.content_emotion_discount * float(empathic.max())
         return _softmax(agg / self.params.emotion_temperature)
+
 
 def alignment(user: np.ndarray, reply: np.ndarray) -> float:
     """Soft cosine of two emotion distributions under EMOTION_SIM, in [0, 1]."""

@@ -94,6 +94,16 @@ RULES: tuple[AlertRule, ...] = (
                 "empathy.score --bot BOT",
     ),
     AlertRule(
+        "ChatmonEmpathyFailureSpike", "ticket", "spike", threshold=0.4, window_s=HOUR,
+        baseline_s=7 * DAY, factor=1.5, min_volume=30, for_s=30 * MINUTE,
+        detector="empathy", by=("bot",),
+        summary="bot {bot}: {value} of assistant turns flagged with an empathy failure "
+                "(an upset user missed, a stock formula...; 1.5x its 7-day share)",
+        runbook="chatmon findings --detector empathy --bot BOT --flagged: mostly "
+                "empathy.missed or formulaic_restatement? a prompt or model change that "
+                "turned the bot into a script",
+    ),
+    AlertRule(
         "ChatmonRepetitionSpike", "ticket", "spike", threshold=0.3, window_s=HOUR,
         baseline_s=7 * DAY, factor=2.0, min_volume=30, for_s=15 * MINUTE,
         detector="repetition", by=("bot",),
@@ -176,8 +186,8 @@ CONDITION = {
              "(at least {min_volume:g} assistant turns)",
     "baseline_drop": "mean empathy score < {threshold:.0%} of the bot's mean over {baseline} "
                      "(at least {min_volume:g} scored turns)",
-    "spike": "share of turns with flagged repetition > {threshold:.0%} and > {factor:g}x its "
-             "share over {baseline} (at least {min_volume:g} turns)",
+    "spike": "share of turns with a flagged {detector} finding > {threshold:.0%} and > "
+             "{factor:g}x its share over {baseline} (at least {min_volume:g} turns)",
     "stalled": "events received but none processed",
     "dead_letter_ratio": "dead-lettered / received > {threshold:.0%} (at least {min_volume:g} "
                          "events)",

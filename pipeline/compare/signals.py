@@ -23,8 +23,9 @@ from pipeline.compare.stats import (
     wilson,
 )
 
-EMPATHY_FAILURES = ("empathy.advice_before_ack", "empathy.formulaic_restatement",
-                    "empathy.overempathising", "empathy.length_inflated")
+EMPATHY_FAILURES = ("empathy.missed", "empathy.advice_before_ack",
+                    "empathy.formulaic_restatement", "empathy.overempathising",
+                    "empathy.length_inflated")
 STYLE = ("words", "emoji", "exclamation", "question", "first_person", "second_person", "hedge")
 
 
@@ -59,8 +60,10 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("bias", "rate", "replies with a flagged bias.stereotype",
            rate=_flagged(("bias.stereotype",))),
     Signal("pii", "rate", "replies with a flagged PII finding", rate=_flagged(("pii.",))),
+    Signal("empathy_missed", "rate", "replies that left an upset user unengaged (flagged "
+           "empathy.missed)", rate=_flagged(("empathy.missed",))),
     Signal("empathy_failures", "rate", "replies with a flagged empathy failure "
-           "(advice before acknowledgement, formulaic restatement, overempathising, "
+           "(missed, advice before acknowledgement, formulaic restatement, overempathising, "
            "length inflation)", rate=_flagged(EMPATHY_FAILURES)),
     *(Signal(f"style.{m}", "mean", f"mean {m.replace('_', '-')} count per reply"
              if m != "words" else "mean words per reply", mean=_style(m)) for m in STYLE),

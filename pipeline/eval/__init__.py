@@ -18,6 +18,8 @@ BENCHES: dict[str, str] = {
     "epitome": "pipeline.eval.empathy_sets:evaluate_epitome",
     "welivita-pu": "pipeline.eval.empathy_sets:evaluate_welivita",
     "kumar": "pipeline.eval.empathy_kumar:evaluate_kumar",
+    "contrast": "pipeline.eval.empathy_contrast:evaluate_contrast",
+    "goemotions": "pipeline.eval.empathy_emotions:evaluate_goemotions",
     "mentalmanip": "pipeline.eval.manipulation_sets:evaluate_mentalmanip",
     "persuasionforgood": "pipeline.eval.manipulation_sets:evaluate_persuasionforgood",
     "crows-pairs": "pipeline.eval.bias_sets:evaluate_crows",

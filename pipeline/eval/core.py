@@ -83,3 +83,13 @@ def macro_f1(y_true: Sequence[int], y_pred: Sequence[int]) -> float:
     from sklearn.metrics import f1_score
 
     return float(f1_score(y_true, y_pred, average="macro"))
+
+
+def weighted_kappa(a: Sequence[int], b: Sequence[int], levels: Sequence[int] = (0, 1, 2)) -> float:
+    """Quadratic-weighted Cohen's kappa between two raters on the ordinal ``levels`` (NaN when
+    there is nothing to compare or neither rater varies)."""
+    from sklearn.metrics import cohen_kappa_score
+
+    if len(a) == 0 or len(a) != len(b) or (len(set(a)) == 1 and len(set(b)) == 1):
+        return float("nan")
+    return float(cohen_kappa_score(list(a), list(b), labels=list(levels), weights="quadratic"))

@@ -14,8 +14,15 @@ What is compared (Spearman, per dimension, under ``detail``):
 - lend_an_ear (means over supporter turns): ``validating_emotions`` vs er,
   ``encouraging_elaboration`` vs ex, ``demonstrating_understanding`` vs ip, ``advice_giving`` vs
   the share of advice sentences, ``self_oriented`` vs the share of self-disclosure sentences,
-  ``dismissing_emotions`` vs 1 - ``empathy.score``.
+  ``dismissing_emotions`` vs ``empathy.missed`` (the user was upset and the reply did not
+  engage; until issue 27 it was 1 - ``empathy.score``, which gave 0.24 on the dev half with
+  the current detector, against 0.55 for ``empathy.missed``).
 ``spearman_expert`` is the mean of the per-dimension values.
+
+``kappa_er``, ``kappa_ip``, ``kappa_ex``: quadratic-weighted Cohen's kappa between the detector's
+EPITOME levels (0-2, ``evidence.level`` of ``empathy.er|ip|ex``) and the experts' median level on
+the EPITOME subsample, the statistic the paper reports; ``detail.published`` holds its figures for
+that subsample beside them (``PUBLISHED``).
 """
 
 from __future__ import annotations
@@ -29,12 +36,17 @@ from typing import Any
 import numpy as np
 
 from detectors.base import Context, Finding, ScoringInput, Turn
-from pipeline.eval.core import EvalResult, require, spearman
+from pipeline.eval.core import EvalResult, require, spearman, weighted_kappa
 from pipeline.eval.empathy_sets import DETECTOR, read_csv, score_items
 from pipeline.scoring.suite import simple_input
 from pipeline.settings import Settings
 
 EXPERTS = ("expert1", "expert2", "expert3")
+# Kumar et al. (2025) on the EPITOME subsample, quadratic-weighted kappa: the median over expert
+# pairs and dimensions, and Gemini 2.5 Pro against the experts per mechanism.
+PUBLISHED = {"expert_pair_median": 0.58, "gemini_2_5_pro": {"er": 0.64, "ip": 0.59, "ex": 0.76}}
+KAPPA_DIMS = {"er": "level_emotional_reactions", "ip": "level_interpretations",
+              "ex": "level_explorations"}
 Measure = Callable[[dict[str, Finding]], float]
 
 
@@ -52,6 +64,12 @@ def _label(sub: str, invert: bool = False) -> Measure:
     )
 
 
+def _missed(f: dict[str, Finding]) -> float:
+    """empathy.missed's score (the user was upset and the reply did not engage; absent: 0)."""
+    found = f.get(f"{DETECTOR}.missed")
+    return found.score if found is not None else 0.0
+
+
 EPITOME_DIMS = {
     "level_emotional_reactions": _label("er"),
     "level_interpretations": _label("ip"),
@@ -64,7 +82,7 @@ LEND_DIMS = {
     "demonstrating_understanding": _label("ip"),
     "advice_giving": _tactic_share("advice"),
     "self_oriented": _tactic_share("self_disclosure"),
-    "dismissing_emotions": _label("score", invert=True),
+    "dismissing_emotions": _missed,
 }
 
 
@@ -137,6 +155,20 @@ def _conversations(path: Path, file: str, id_col: str, settings: Settings) -> di
     return _by_item([c for c, _ in items], score_items([x for _, x in items], settings))
 
 
+def level_kappas(gold: dict[str, dict[str, float]], measured: dict[str, list[dict[str, Finding]]]
+                 ) -> tuple[dict[str, float], int]:
+    """Quadratic-weighted kappa per mechanism: the detector's level against the experts' median
+    level (rounded), over the items both have."""
+    out = {}
+    ids = [i for i in gold if measured.get(i)]
+    for mech, dim in KAPPA_DIMS.items():
+        rated = [i for i in ids if dim in gold[i]]
+        experts = [int(round(gold[i][dim])) for i in rated]
+        ours = [int(measured[i][0][f"{DETECTOR}.{mech}"].evidence["level"]) for i in rated]
+        out[mech] = weighted_kappa(experts, ours)
+    return out, len(ids)
+
+
 def evaluate_kumar(path: Path, settings: Settings) -> EvalResult:
     (ep_file,) = require(path / "original_data", "sample_epitome.csv")
     ep_rows = read_csv(ep_file, ("sp_id", "seeker_post", "response_post"))
@@ -156,12 +188,15 @@ def evaluate_kumar(path: Path, settings: Settings) -> EvalResult:
         "lend_an_ear": ("conversation_id", LEND_DIMS),
     }
     detail: dict[str, Any] = {}
+    golds = {name: expert_median(path, name, id_col) for name, (id_col, _) in frameworks.items()}
     n = 0
-    for name, (id_col, dims) in frameworks.items():
-        gold = expert_median(path, name, id_col)
-        detail[name] = _correlate(gold, measured[name], dims)
-        n += sum(1 for i in gold if measured[name].get(i))
+    for name, (_, dims) in frameworks.items():
+        detail[name] = _correlate(golds[name], measured[name], dims)
+        n += sum(1 for i in golds[name] if measured[name].get(i))
     values = [v for d in detail.values() for v in d.values() if not np.isnan(v)]
     metrics = {"spearman_expert": float(np.mean(values)) if values else float("nan")}
+    kappas, n_kappa = level_kappas(golds["epitome"], measured["epitome"])
+    metrics.update({f"kappa_{m}": v for m, v in kappas.items()})
+    detail["kappa"] = {"n": n_kappa, "published": PUBLISHED}
     detail["skipped"] = ["perceived_empathy (no texts in the set)"]
     return EvalResult("kumar", DETECTOR, n, metrics, detail)

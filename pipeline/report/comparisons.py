@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pipeline.report import estimates as est
-from pipeline.report.replies import HARMS, MECHANISMS, NEAR_DUPLICATE, Reply
+from pipeline.report.replies import HARMS, MECHANISMS, MISSED, NEAR_DUPLICATE, Reply
 
 Key = Callable[[Reply], str | None]
 
@@ -74,6 +74,11 @@ def harms(now: Sequence[Reply], before: Sequence[Reply], s: Settings) -> dict[st
 
 def near_duplicates(now: Sequence[Reply], before: Sequence[Reply], s: Settings) -> est.Groups:
     return rate(now, before, bot, lambda r: NEAR_DUPLICATE in r.flagged, s)
+
+
+def missed(now: Sequence[Reply], before: Sequence[Reply], s: Settings) -> est.Groups:
+    """Per bot: the share of replies flagged empathy.missed (an upset user left unengaged)."""
+    return rate(now, before, bot, lambda r: MISSED in r.flagged, s)
 
 
 def empathy_gap(now: Sequence[Reply], s: Settings) -> est.Groups:

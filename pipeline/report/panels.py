@@ -73,6 +73,12 @@ def panels(data: dict[str, Any]) -> list[Panel]:
                                                                  method="bootstrap"),
                        data["empathy"], lambda g: figs.paired(g, "empathy", figs.MEAN,
                                                               "mean empathy.score")))
+    out.append(_groups("plot-missed", "Upset users missed per bot: this week vs the week before",
+                       "Share of replies flagged empathy.missed: the user was upset and the "
+                       "reply did not engage with it (a stock apology does not count in full). "
+                       + INTERVALS.format(level=_level(data), method="Wilson"),
+                       data["missed"], lambda g: figs.paired(g, "empathy", figs.SHARE,
+                                                             "% of replies")))
     out.append(_groups(
         "plot-gap", "Empathy gap per user group",
         "Mean empathy of the replies to users who mention an identity group, minus that of the "

@@ -16,6 +16,7 @@ from sqlalchemy import Engine, and_, or_, select
 from pipeline.store.models import FindingRow, TurnRow
 
 HARMS = ("toxicity", "bias", "manipulation", "pii")
+MISSED = "empathy.missed"  # an upset user the reply did not engage with (issue 27)
 MECHANISMS = ("er", "ip", "ex")
 NEAR_DUPLICATE = "repetition.near_duplicate"
 
@@ -65,7 +66,8 @@ def load(engine: Engine, start: datetime, end: datetime) -> list[Reply]:
                 .where(*found_in_range, FindingRow.role == "assistant", or_(
                     FindingRow.label == "empathy.score",
                     and_(FindingRow.flagged.is_(True),
-                         or_(FindingRow.detector.in_(HARMS), FindingRow.label == NEAR_DUPLICATE))))
+                         or_(FindingRow.detector.in_(HARMS),
+                             FindingRow.label.in_((NEAR_DUPLICATE, MISSED))))))
                 .order_by(FindingRow.turn_id, FindingRow.label)):
             reply = replies.get(tid)
             if reply is None:
@@ -73,7 +75,7 @@ def load(engine: Engine, start: datetime, end: datetime) -> list[Reply]:
             if label == "empathy.score":
                 _empathy(reply, score, evidence or {})
             else:
-                reply.flagged.add(label if label == NEAR_DUPLICATE else detector)
+                reply.flagged.add(label if label in (NEAR_DUPLICATE, MISSED) else detector)
         for conv, turn, evidence in conn.execute(
                 select(FindingRow.conversation_id, FindingRow.turn, FindingRow.evidence)
                 .where(*found_in_range, FindingRow.label == "bias.user_group")):

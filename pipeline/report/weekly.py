@@ -80,6 +80,7 @@ def collect(engine: Engine, window: Window, s: cmp.Settings | None = None) -> di
     now = [r for r in replies if r.ts >= window.start]
     before = [r for r in replies if r.ts < window.start]
     data["empathy"] = cmp.empathy(now, before, s)
+    data["missed"] = cmp.missed(now, before, s)
     data["bot_empathy"] = cmp.mean(now, before, cmp.bot, lambda r: r.empathy, s)
     data["mechanisms"] = cmp.mechanisms(now, s)
     data["harms"] = cmp.harms(now, before, s)

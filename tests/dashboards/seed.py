@@ -56,12 +56,21 @@ def _empathy(rng: random.Random, turn: dict[str, Any]) -> dict[str, Any]:
     score = min(1.0, 0.15 + 0.2 * sum(levels.values()) + rng.random() * 0.1)
     evidence = {**{k: {"level": v, "score": round(0.3 * v + 0.1, 3)} for k, v in levels.items()},
                 "alignment": round(rng.uniform(0.4, 1.0), 3), "user_emotion": "sad",
-                "tactic_sequence": ["apology", "information"], "length_normalised": 0.3}
-    return _finding(turn, "empathy.score", score, score < 0.3, evidence)
+                "tactic_sequence": ["apology", "information"], "length_normalised": 0.3,
+                "cause_addressed": round(rng.random(), 3)}
+    # The scores are measurements (never flagged since issue 27); the failure is empathy.missed.
+    return _finding(turn, "empathy.score", score, False, evidence)
+
+
+def _missed(turn: dict[str, Any], score: float) -> dict[str, Any]:
+    return _finding(turn, "empathy.missed", 1.0 - score, score < 0.3,
+                    {"user_emotion": "sadness", "user_upset_p": 0.9})
 
 
 def _assistant_findings(rng: random.Random, turn: dict[str, Any]) -> list[dict[str, Any]]:
-    out = [_empathy(rng, turn), _finding(turn, "repetition.window", 0.01, False, {
+    empathy = _empathy(rng, turn)
+    out = [empathy, _missed(turn, empathy["score"]),
+           _finding(turn, "repetition.window", 0.01, False, {
         "replies": 20, "distinct_1": 0.8, "distinct_2": round(rng.uniform(0.6, 1.0), 3),
         "compression_ratio": 1.1, "top_opener_share": round(rng.random() * 0.5, 3),
         "near_duplicate_share": 0.1, "template_share": 0.4})]
@@ -114,17 +123,19 @@ def judge_rows(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     last week, the drift the judge-agreement panel and figure show."""
     rng = random.Random(11)
     out = []
-    for i, f in enumerate(x for x in findings if x["label"] == "empathy.score"):
+    # Compared with empathy.missed, empathy's flagged label since issue 27 (the scores are never
+    # flagged): the judge's flag here means "the upset user was missed", a low rating.
+    for i, f in enumerate(x for x in findings if x["label"] == "empathy.missed"):
         if i % 2:
             continue
         late = f["ts"] >= END - timedelta(days=6)
         agree = rng.random() < (0.55 if late else 0.9)
         flagged = f["flagged"] if agree else not f["flagged"]
-        rating = rng.choice((3, 4, 5) if flagged else (1, 2))
+        rating = rng.choice((1, 2) if flagged else (3, 4, 5))
         turn = {**f, "id": f["turn_id"]}
         out.append(_finding(turn, "judge.empathy", (rating - 1) / 4, flagged, {
             "rating": rating, "scale": [1, 5], "rubric": "empathy", "rubric_version": "1",
-            "model": "judge-seed", "compare_to": "empathy.score", "reason": "seeded"}))
+            "model": "judge-seed", "compare_to": "empathy.missed", "reason": "seeded"}))
     return out
 
 

@@ -30,7 +30,9 @@ def run(det: EmpathyDetector, text: str, prompt: str = "") -> dict[str, Finding]
 
 
 def flagged(found: dict[str, Finding]) -> set[str]:
-    return {k for k, f in found.items() if f.score >= threshold(f.label)}
+    """Labels that fire: flagged by the shipped policy, or, for a measurement the policy never
+    flags (threshold above 1), present."""
+    return {k for k, f in found.items() if f.score >= threshold(f.label) or threshold(f.label) > 1}
 
 
 MECHANISM_CASES = [

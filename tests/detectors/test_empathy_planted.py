@@ -74,7 +74,11 @@ def test_flags_spare_well_aligned_replies(scored) -> None:
     ]
     assert good
     assert all(s["empathy.alignment"] >= 0.5 for s in good)
-    false_flags = sum(_fires(s, f"empathy.{f}") for s in good for f in FLAGS)
+    # The tone flags. formulaic_restatement is left out: since issue 27 it asks whether the
+    # acknowledgement engages the user's situation, which these cases were not written to vary
+    # ("That sounds really frightening" before a good fix is a generic acknowledgement).
+    tone = ("advice_before_ack", "overempathising", "length_inflated")
+    false_flags = sum(_fires(s, f"empathy.{f}") for s in good for f in tone)
     assert false_flags <= 1
 
 
