@@ -320,26 +320,40 @@ ORDER BY label
 
 # The judge against the classifiers, per ISO week and judge label / model (chatmon judge; the
 # weekly report draws the same rows). Pairs: a judge.* finding and, on the same reply, the
-# finding of the label its rubric compares to; kappa is Cohen's on the two flags, from the
-# marginals as in AGREEMENT. chatmon review agreement adds weighted kappa and alpha.
-JUDGE_AGREEMENT_WEEKLY = SqlQuery("""
-WITH p AS (
+# finding of the label its rubric compares to, both on the rubric's scale (the classifier's
+# evidence level, else its score placed on the scale: pipeline.judge.agreement.on_scale).
+# agreement: the same level, or within one on scales of five levels or more (agrees); kappa:
+# quadratic-weighted, from the marginals (for two levels it is Cohen's). x, y are the two
+# ratings as positions in [0, 1].
+JUDGE_AGREEMENT_WEEKLY = SqlQuery(f"""
+WITH r AS (
   SELECT date_trunc('week', j.ts) AS week,
          j.label || ' / ' || (j.evidence->>'model') AS metric,
-         CASE WHEN j.flagged THEN 1.0 ELSE 0.0 END AS jf,
-         CASE WHEN c.flagged THEN 1.0 ELSE 0.0 END AS cf
+         CAST(j.evidence->'scale'->>0 AS {NUM}) AS lo,
+         CAST(j.evidence->'scale'->>1 AS {NUM}) AS hi,
+         CAST(j.evidence->>'rating' AS {NUM}) AS jr,
+         CAST(c.evidence->>'level' AS {NUM}) AS cl, c.score AS cs
   FROM findings j
   JOIN findings c ON c.turn_id = j.turn_id AND c.label = j.evidence->>'compare_to'
   WHERE j.detector = 'judge' AND c.detector <> 'judge' AND $__timeFilter(j.ts)
+), p AS (
+  SELECT week, metric, jr, CASE WHEN hi - lo >= 4 THEN 1 ELSE 0 END AS tol,
+         CASE WHEN cl >= lo AND cl <= hi THEN cl
+              ELSE lo + ROUND(CASE WHEN cs < 0 THEN 0 WHEN cs > 1 THEN 1 ELSE cs END
+                              * (hi - lo)) END AS cr,
+         (jr - lo) / (hi - lo) AS x, lo, hi
+  FROM r WHERE hi > lo
 ), s AS (
   SELECT week, metric, COUNT(*) AS n,
-         AVG(CASE WHEN jf = cf THEN 1.0 ELSE 0.0 END) AS agreement,
-         AVG(jf) * AVG(cf) + (1 - AVG(jf)) * (1 - AVG(cf)) AS pe
+         AVG(CASE WHEN ABS(jr - cr) <= tol THEN 1.0 ELSE 0.0 END) AS agreement,
+         AVG((x - (cr - lo) / (hi - lo)) * (x - (cr - lo) / (hi - lo))) AS d_o,
+         AVG(x * x) + AVG(((cr - lo) / (hi - lo)) * ((cr - lo) / (hi - lo)))
+           - 2 * AVG(x) * AVG((cr - lo) / (hi - lo)) AS d_e
   FROM p
   GROUP BY week, metric
 )
 SELECT week AS time, metric, n, agreement,
-       CASE WHEN pe < 1 THEN (agreement - pe) / (1 - pe) END AS kappa
+       CASE WHEN d_e > 0 THEN 1 - d_o / d_e END AS kappa
 FROM s
 ORDER BY 1, 2
 """, (("time", "time"), ("metric", "string"), ("n", "number"), ("agreement", "number"),

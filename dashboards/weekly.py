@@ -95,12 +95,13 @@ def _reviews() -> list[Panel]:
                           "the range: n reviews, agreement (present = flagged), precision "
                           "(present among flagged), Cohen's kappa. chatmon review agreement "
                           "adds inter-rater alpha and threshold suggestions."),
-        timeseries("Classifier vs LLM judge agreement per week (kappa on flags)",
+        timeseries("Classifier vs LLM judge agreement per week (weighted kappa)",
                    q.JUDGE_AGREEMENT_WEEKLY, width=24,
                    description="chatmon judge: replies the judge rated that also have the "
                                "finding its rubric compares to (judge.epitome_er with "
-                               "empathy.er...), per judge label and model: n, agreement and "
-                               "kappa on the two flags. A drop means the bot, the classifier "
+                               "empathy.er...), per judge label and model, on the rubric's "
+                               "scale: n, agreement (same level; within one on 1-5) and "
+                               "quadratic-weighted kappa. A drop means the bot, the classifier "
                                "or the judge changed (alert ChatmonJudgeAgreementDrop)."),
     ]
 

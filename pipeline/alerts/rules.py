@@ -196,7 +196,8 @@ CONDITION = {
     "redaction_failures": "texts the PII analyser could not redact (masked or dead-lettered) "
                           ">= {threshold:g}",
     "lag": "consumer lag > {threshold:g} messages and growing over the window",
-    "agreement_drop": "share of judged replies where judge and classifier flag alike < "
+    "agreement_drop": "share of judged replies where judge and classifier agree on the "
+                      "rubric's scale < "
                       "{threshold:.0%} of that share over {baseline} (at least {min_volume:g} "
                       "judged replies)",
 }

@@ -126,8 +126,8 @@ def agreement_cmd(obj: Ctx, as_json: bool, since: str | None, tenant: str | None
     Krippendorff's alpha between reviewers, and a suggested threshold for the target precision
     with its 95% interval (or why the sample is too small to say). Then the judge's rows
     (chatmon judge): judge vs classifier and judge vs people per judge label and model: n,
-    agreement and kappa on flags, quadratic-weighted kappa on ordinal scales, Krippendorff's
-    alpha."""
+    agreement on the rubric's scale, kappa on flags, quadratic-weighted kappa on ordinal
+    scales, Krippendorff's alpha."""
     from pipeline.policy.engine import Policy
     from pipeline.review.agreement import agreement
     from pipeline.store.db import open_store

@@ -2,15 +2,18 @@
 (``chatmon review agreement``'s ``judge`` rows; docs/judge.md).
 
 - judge vs classifier: every judged reply that also has the rubric's ``compare_to`` finding.
-  On flags: agreement and Cohen's kappa. On the rubric's scale: the classifier's level there
-  (``evidence.level`` where the detector rates levels on that scale, as the empathy mechanisms
-  do; else its score placed on the scale) against the judge's rating: quadratic-weighted kappa
-  and Krippendorff's alpha (ordinal) for scales of three levels or more, alpha on flags
-  (nominal) for two-level ones.
+  On the rubric's scale: the classifier's level there (``evidence.level`` where the detector
+  rates levels on that scale, as the empathy mechanisms do; else its score placed on the
+  scale) against the judge's rating: agreement (``agrees``: the same level, or within one on
+  scales of five levels or more), quadratic-weighted kappa and Krippendorff's alpha (ordinal)
+  for scales of three levels or more, alpha on flags (nominal) for two-level ones. On flags:
+  Cohen's kappa, which says something only where the classifier's label is flagged by policy
+  (manipulation); empathy's scores are never flagged (only its failures are).
 - judge vs people: every review of a finding of the judged reply whose label the rubric
   compares to (or of the judge's own finding): the judge's flag against ``present``, and its
   rating against the reviewer's 0-2 ``rating`` where the rubric rates 0-2 (the EPITOME
-  mechanisms). Two reviewers of one reply count twice.
+  mechanisms). Two reviewers of one reply count twice. Agreement is on the scale where every
+  pair has a reviewer's rating, else on flags.
 """
 
 from __future__ import annotations
@@ -42,10 +45,23 @@ class Judged:
     scale: tuple[int, int]
 
     def level(self, score: float, level: int | None) -> int:
-        lo, hi = self.scale
-        if level is not None and lo <= level <= hi:
-            return level
-        return lo + round(min(1.0, max(0.0, score)) * (hi - lo))
+        return on_scale(self.scale, score, level)
+
+
+def on_scale(scale: tuple[int, int], score: float, level: int | None) -> int:
+    """A classifier finding's level on a rubric's scale: its own ``level`` where it rates on
+    that scale, else its score in [0, 1] placed on it."""
+    lo, hi = scale
+    if level is not None and lo <= level <= hi:
+        return level
+    return lo + round(min(1.0, max(0.0, score)) * (hi - lo))
+
+
+def agrees(scale: tuple[int, int], a: int, b: int) -> bool:
+    """Two ratings agree when they are the same level, or within one level on scales of five
+    levels or more (1-5), where neighbouring levels are a matter of degree. The weekly panel's
+    SQL (``dashboards.queries.JUDGE_AGREEMENT_WEEKLY``) says the same."""
+    return abs(a - b) <= (1 if scale[1] - scale[0] >= 4 else 0)
 
 
 @dataclass
@@ -63,13 +79,21 @@ class Pairs:
         return {
             "judge_label": label, "model": model, "compared_with": other, "n": n,
             "scale": f"{self.scale[0]}-{self.scale[1]}",
-            "agreement": round(sum(x == y for x, y in self.flags) / n, 4) if n else None,
+            "agreement": self._agreement(),
             "kappa": kappa(a, b),
             "rated": len(self.ratings),
             "kappa_quadratic": kappa(ra, rb, "quadratic") if ordinal else None,
             "alpha": (alpha_two(ra, rb, "ordinal") if ordinal
                       else alpha_two([float(x) for x in a], [float(y) for y in b], "nominal")),
         }
+
+
+    def _agreement(self) -> float | None:
+        if self.ratings and len(self.ratings) == len(self.flags):
+            agree = sum(agrees(self.scale, x, y) for x, y in self.ratings)
+        else:
+            agree = sum(x == y for x, y in self.flags)
+        return round(agree / len(self.flags), 4) if self.flags else None
 
 
 def _judged(engine: Engine, since: datetime | None, tenant: str | None) -> list[Judged]:

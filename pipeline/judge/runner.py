@@ -24,6 +24,7 @@ from sqlalchemy import Engine
 
 from pipeline.judge import prompt
 from pipeline.judge import store as js
+from pipeline.judge.agreement import agrees, on_scale
 from pipeline.judge.budget import TokenBudget, prompt_tokens, reservation
 from pipeline.judge.prompt import AnswerError, Message, Verdict
 from pipeline.judge.rubric import Rubric
@@ -220,6 +221,7 @@ class Judge:
         if self.metrics is not None:
             agree = None
             other = c.classifier(r.compare_to) if r.compare_to else None
-            if other is not None:
-                agree = other.flagged == row["flagged"]
+            if other is not None:  # on the rubric's scale, as chatmon review agreement
+                scale = (r.scale.min, r.scale.max)
+                agree = agrees(scale, verdict.rating, on_scale(scale, other.score, other.level))
             self.metrics.judged(r.label, "endpoint" if cache else "cache", c.bot_id, agree)

@@ -118,24 +118,26 @@ def rows(n_conversations: int = 90, seed: int = 7) -> tuple[list[dict[str, Any]]
 
 
 def judge_rows(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """chatmon judge's judge.empathy on every other reply (its own random stream, so the rows
-    above stay as they were): the judge agrees with the classifier's flag less often in the
-    last week, the drift the judge-agreement panel and figure show."""
+    """chatmon judge's judge.empathy (1-5, compared with empathy.score as the shipped rubric
+    is) on every other reply (its own random stream, so the rows above stay as they were): the
+    judge's rating is the classifier's score placed on 1-5, or a neighbour, except in a share
+    of replies where it is two or more levels away; that share grows in the last week, the
+    drift the judge-agreement panel and figure show."""
     rng = random.Random(11)
     out = []
-    # Compared with empathy.missed, empathy's flagged label since issue 27 (the scores are never
-    # flagged): the judge's flag here means "the upset user was missed", a low rating.
-    for i, f in enumerate(x for x in findings if x["label"] == "empathy.missed"):
+    for i, f in enumerate(x for x in findings if x["label"] == "empathy.score"):
         if i % 2:
             continue
         late = f["ts"] >= END - timedelta(days=6)
-        agree = rng.random() < (0.55 if late else 0.9)
-        flagged = f["flagged"] if agree else not f["flagged"]
-        rating = rng.choice((1, 2) if flagged else (3, 4, 5))
+        level = 1 + round(f["score"] * 4)
+        if rng.random() < (0.3 if late else 0.9):
+            rating = min(5, max(1, level + rng.choice((-1, 0, 0, 1))))
+        else:
+            rating = rng.choice([r for r in range(1, 6) if abs(r - level) >= 2])
         turn = {**f, "id": f["turn_id"]}
-        out.append(_finding(turn, "judge.empathy", (rating - 1) / 4, flagged, {
+        out.append(_finding(turn, "judge.empathy", (rating - 1) / 4, rating >= 3, {
             "rating": rating, "scale": [1, 5], "rubric": "empathy", "rubric_version": "1",
-            "model": "judge-seed", "compare_to": "empathy.missed", "reason": "seeded"}))
+            "model": "judge-seed", "compare_to": "empathy.score", "reason": "seeded"}))
     return out
 
 

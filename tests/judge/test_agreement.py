@@ -4,14 +4,18 @@ checked against kappa and alpha computed directly on the same pairs."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import krippendorff
 import numpy as np
+import pytest
 from click.testing import CliRunner
 from sklearn.metrics import cohen_kappa_score
 from sqlalchemy import create_engine
 
+from dashboards import queries, sqlrun
 from pipeline.cli import cli
+from pipeline.judge.agreement import agrees, on_scale
 from pipeline.review.importer import store_reviews
 from pipeline.review.lines import Review
 from pipeline.store.sink import stable_id, turn_id
@@ -56,13 +60,33 @@ def test_judge_rows_against_classifier_and_people(store, judge_server, monkeypat
                                                             weights="quadratic"), 4)
     assert vc["alpha"] == round(krippendorff.alpha(np.array([j_rating, c_level], float),
                                                    level_of_measurement="ordinal"), 4)
-    assert vc["agreement"] == sum(a == b for a, b in zip(j_flag, c_flag, strict=True)) / 10
+    # agreement on the 0-2 scale: the same level
+    assert vc["agreement"] == sum(a == b for a, b in zip(j_rating, c_level, strict=True)) / 10
     assert (vp["compared_with"], vp["n"], vp["rated"]) == ("people on empathy.er", 10, 10)
     assert vp["kappa"] == round(cohen_kappa_score(j_flag, p_present), 4)
+    assert vp["agreement"] == sum(a == b for a, b in zip(j_rating, p_rating, strict=True)) / 10
     assert vp["kappa_quadratic"] == round(cohen_kappa_score(j_rating, p_rating,
                                                             weights="quadratic"), 4)
     text = CliRunner().invoke(cli, ["review", "agreement"]).output
     assert "judge.epitome_er / judge-1" in text and "people on empathy.er" in text
+    # The weekly panel's SQL says the same as the rows (all ten replies are in one week).
+    (week,) = sqlrun.run(engine, queries.JUDGE_AGREEMENT_WEEKLY.sql, datetime(2026, 1, 1),
+                         datetime(2027, 1, 1)).records()
+    assert (week["n"], week["agreement"]) == (10, vc["agreement"])
+    assert round(week["kappa"], 4) == vc["kappa_quadratic"]
+
+
+@pytest.mark.parametrize(("scale", "a", "b", "agree"), [
+    ((0, 2), 1, 1, True), ((0, 2), 2, 1, False), ((0, 1), 1, 0, False),
+    ((1, 5), 4, 5, True), ((1, 5), 2, 4, False), ((1, 5), 3, 3, True)])
+def test_ratings_agree_on_the_same_level_or_a_neighbour_on_five_levels(scale, a, b, agree):
+    assert agrees(scale, a, b) is agree
+
+
+def test_a_score_is_placed_on_the_rubric_scale_unless_it_has_a_level_there():
+    assert on_scale((1, 5), 0.62, None) == 3  # 1 + round(0.62 * 4)
+    assert on_scale((0, 2), 0.9, 1) == 1  # empathy.er's own level
+    assert on_scale((1, 5), 0.9, 0) == 5  # a level off this scale: the score decides
 
 
 def test_no_judge_findings_no_judge_rows(store, monkeypatch):

@@ -25,5 +25,5 @@ def test_weekly_kappa_shows_the_drift_in_report_and_dashboard(sqlite_url):
     html = render(engine, window)
     assert 'id="plot-judge-agreement"' in html and "Classifier vs LLM judge" in html
     panels = {p["title"]: p for p in weekly.build()["panels"]}
-    panel = panels["Classifier vs LLM judge agreement per week (kappa on flags)"]
+    panel = panels["Classifier vs LLM judge agreement per week (weighted kappa)"]
     assert panel["targets"][0]["rawSql"] == q.JUDGE_AGREEMENT_WEEKLY.sql.strip()
