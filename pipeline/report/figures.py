@@ -202,8 +202,8 @@ def ranked(rows: Rows, text: str, signal: str) -> go.Figure:
 
 def judge_agreement(rows: Rows, min_replies: int) -> go.Figure:
     """chatmon judge against the classifiers: quadratic-weighted kappa on the rubric's scale per
-    week, one line per judge label and model (rows of dashboards.queries.JUDGE_AGREEMENT_WEEKLY); a week with
-    fewer judged replies than the minimum is left out of its line."""
+    week, one line per judge label and model (rows of dashboards.queries.JUDGE_AGREEMENT_WEEKLY);
+    a week with fewer judged replies than the minimum is left out of its line."""
     series: dict[str, tuple[list[str], list[float | None], list[str]]] = {}
     for r in rows:
         xs, ys, notes = series.setdefault(r["metric"], ([], [], []))
