@@ -10,23 +10,12 @@ from detectors.base import Finding
 from detectors.empathy import EXAMPLES, EmpathyDetector
 from pipeline.policy import threshold
 from pipeline.scoring.suite import score_texts, simple_input
+from tests.detectors.conftest import empathy_findings as run
 
 GRIEF = "My dad died on Sunday. I keep crying and I don't know what to do."
 PLAIN = "What are your opening hours on Saturday?"
 ANGRY = "I was charged twice and your support keeps ignoring me. I'm furious."
 CORE = ("score", "er", "ip", "ex", "alignment")
-
-
-@pytest.fixture(scope="module")
-def detector() -> EmpathyDetector:
-    det = EmpathyDetector()
-    det.load()
-    return det
-
-
-def run(det: EmpathyDetector, text: str, prompt: str = "") -> dict[str, Finding]:
-    (found,) = score_texts(det, [simple_input(text, prompt=prompt)])
-    return {f.label.split(".", 1)[1]: f for f in found}
 
 
 def flagged(found: dict[str, Finding]) -> set[str]:
@@ -57,30 +46,30 @@ MECHANISM_CASES = [
 
 
 @pytest.mark.parametrize(("text", "prompt", "at_least", "at_most"), MECHANISM_CASES)
-def test_mechanism_levels(detector, text, prompt, at_least, at_most) -> None:
-    found = run(detector, text, prompt)
+def test_mechanism_levels(empathy, text, prompt, at_least, at_most) -> None:
+    found = run(empathy, text, prompt)
     for mech, lvl in at_least.items():
         assert found[mech].evidence["level"] >= lvl, (mech, found[mech].score)
     for mech, lvl in at_most.items():
         assert found[mech].evidence["level"] <= lvl, (mech, found[mech].score)
 
 
-def test_core_findings_on_every_turn(detector) -> None:
+def test_core_findings_on_every_turn(empathy) -> None:
     for text in ("Ok.", "Sure, here is the invoice.", "I'm so sorry."):
-        assert set(CORE) <= set(run(detector, text, PLAIN))
+        assert set(CORE) <= set(run(empathy, text, PLAIN))
 
 
-def test_empathic_reply_scores_above_plain_reply(detector) -> None:
+def test_empathic_reply_scores_above_plain_reply(empathy) -> None:
     warm = run(
-        detector, "I'm so sorry about your dad. That must be so painful. How are you?", GRIEF
+        empathy, "I'm so sorry about your dad. That must be so painful. How are you?", GRIEF
     )
-    cold = run(detector, "Funeral homes are listed in the local directory.", GRIEF)
+    cold = run(empathy, "Funeral homes are listed in the local directory.", GRIEF)
     assert warm["score"].score > cold["score"].score + 0.3
 
 
-def test_cheerful_reply_to_grief_is_not_empathic(detector) -> None:
-    cheerful = run(detector, "That's awesome! Have a fantastic day!", GRIEF)["score"].score
-    question = run(detector, "What happened? How long have you felt like this?", GRIEF)
+def test_cheerful_reply_to_grief_is_not_empathic(empathy) -> None:
+    cheerful = run(empathy, "That's awesome! Have a fantastic day!", GRIEF)["score"].score
+    question = run(empathy, "What happened? How long have you felt like this?", GRIEF)
     assert cheerful < question["score"].score and cheerful < 0.3, cheerful
 
 
@@ -95,22 +84,22 @@ ALIGNMENT_CASES = [
 
 
 @pytest.mark.parametrize(("text", "prompt", "low"), ALIGNMENT_CASES)
-def test_alignment(detector, text, prompt, low) -> None:
-    score = run(detector, text, prompt)["alignment"].score
+def test_alignment(empathy, text, prompt, low) -> None:
+    score = run(empathy, text, prompt)["alignment"].score
     assert (score < 0.4) if low else (score > 0.6), score
 
 
-def test_alignment_names_emotions(detector) -> None:
-    ev = run(detector, "Yay, great job!", GRIEF)["alignment"].evidence
+def test_alignment_names_emotions(empathy) -> None:
+    ev = run(empathy, "Yay, great job!", GRIEF)["alignment"].evidence
     assert ev["user_emotion"] == "sadness" and ev["reply_emotion"] == "joy"
 
 
-def test_tactic_sequence(detector) -> None:
+def test_tactic_sequence(empathy) -> None:
     text = (
         "I'm so sorry you're dealing with this. It sounds like you feel completely alone. "
         "Try calling a friend tonight. How are you sleeping?"
     )
-    ev = run(detector, text, GRIEF)["score"].evidence
+    ev = run(empathy, text, GRIEF)["score"].evidence
     assert [t["tactic"] for t in ev["tactics"]][2:] == ["advice", "questioning"]
     assert ev["tactic_sequence"][0] in {"emotional_expression", "validation", "paraphrasing"}
     assert [tuple(t["span"]) for t in ev["tactics"]][0] == (0, 38)
@@ -176,42 +165,42 @@ FLAG_CASES = [
 
 
 @pytest.mark.parametrize(("label", "text", "prompt", "fires"), FLAG_CASES)
-def test_flags(detector, label, text, prompt, fires) -> None:
-    found = run(detector, text, prompt)
+def test_flags(empathy, label, text, prompt, fires) -> None:
+    found = run(empathy, text, prompt)
     assert (label in flagged(found)) is fires, {k: f.score for k, f in found.items()}
 
 
-def test_flag_evidence_and_span(detector) -> None:
+def test_flag_evidence_and_span(empathy) -> None:
     text = "It sounds like you're feeling frustrated. Refunds take five days."
-    f = run(detector, text, ANGRY)["formulaic_restatement"]
+    f = run(empathy, text, ANGRY)["formulaic_restatement"]
     assert f.span == (0, 41)
     assert f.evidence["pattern"] == "it_sounds_like_feeling"
     assert f.evidence["next_tactic"] in {"information", "advice", "assistance"}
 
 
-def test_evidence_holds_no_text(detector) -> None:
+def test_evidence_holds_no_text(empathy) -> None:
     secret = "Zebulon"
-    found = run(detector, f"I'm sorry {secret}, that sounds hard.", f"My cat {secret} died.")
+    found = run(empathy, f"I'm sorry {secret}, that sounds hard.", f"My cat {secret} died.")
     assert all(secret not in repr(f.evidence) for f in found.values())
 
 
-def test_length_normalised_does_not_reward_padding(detector) -> None:
-    one = run(detector, "I'm so sorry for your loss.", GRIEF)["score"].evidence
+def test_length_normalised_does_not_reward_padding(empathy) -> None:
+    one = run(empathy, "I'm so sorry for your loss.", GRIEF)["score"].evidence
     padded = run(
-        detector, "I'm so sorry for your loss. " + "The office is on Main Street. " * 6, GRIEF
+        empathy, "I'm so sorry for your loss. " + "The office is on Main Street. " * 6, GRIEF
     )["score"].evidence
     assert padded["length_normalised"] < one["length_normalised"]
 
 
-def test_batch_contract(detector) -> None:
+def test_batch_contract(empathy) -> None:
     items = [simple_input(t, prompt=GRIEF) for t in ("Ok.", "I'm sorry.", "")]
-    out = score_texts(detector, items)
+    out = score_texts(empathy, items)
     assert len(out) == 3 and all(any(f.label == "empathy.score" for f in fs) for fs in out)
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.text[:30])
-def test_examples(detector, example) -> None:
-    got = {f"empathy.{k}" for k in flagged(run(detector, example.text, example.prompt))}
+def test_examples(empathy, example) -> None:
+    got = {f"empathy.{k}" for k in flagged(run(empathy, example.text, example.prompt))}
     assert example.expect <= got and not (example.absent & got), got
 
 

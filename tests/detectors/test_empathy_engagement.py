@@ -8,12 +8,12 @@ from __future__ import annotations
 import pytest
 
 from detectors.base import Finding
-from detectors.empathy import EmpathyDetector
 from detectors.empathy.emotion import EmotionModel, upset
 from detectors.empathy.labels import EMOTIONS
 from detectors.empathy.words import stem
 from pipeline.policy import threshold
 from pipeline.scoring.suite import score_texts, shared_encoder, simple_input
+from tests.detectors.conftest import empathy_findings as run
 
 CAR = ("My car broke down on the motorway with my two toddlers in the back and the recovery "
        "truck still hasn't come after three hours. I'm so scared.")
@@ -47,26 +47,14 @@ COLD = {
 }
 
 
-@pytest.fixture(scope="module")
-def detector() -> EmpathyDetector:
-    det = EmpathyDetector()
-    det.load()
-    return det
-
-
-def run(det: EmpathyDetector, text: str, prompt: str = "") -> dict[str, Finding]:
-    (found,) = score_texts(det, [simple_input(text, prompt=prompt)])
-    return {f.label.split(".", 1)[1]: f for f in found}
-
-
 def fires(found: dict[str, Finding], sub: str) -> bool:
     f = found.get(sub)
     return f is not None and f.score >= threshold(f.label)
 
 
 @pytest.mark.parametrize("prompt", [CAR, BOILER, GRIEF], ids=["car", "boiler", "grief"])
-def test_tailored_outscores_stock_outscores_cold(detector, prompt) -> None:
-    tailored, stock, cold = (run(detector, r[prompt], prompt) for r in (TAILORED, STOCK, COLD))
+def test_tailored_outscores_stock_outscores_cold(empathy, prompt) -> None:
+    tailored, stock, cold = (run(empathy, r[prompt], prompt) for r in (TAILORED, STOCK, COLD))
     assert tailored["score"].score > stock["score"].score > cold["score"].score
     assert "cause_addressed" in tailored and "cause_addressed" not in stock
     assert not fires(tailored, "formulaic_restatement") and fires(stock, "formulaic_restatement")
@@ -84,27 +72,27 @@ GENERIC = [
 
 
 @pytest.mark.parametrize("ack", GENERIC)
-def test_generic_acknowledgements_are_at_most_weak(detector, ack) -> None:
-    found = run(detector, f"{ack} Please call us on 0800 123 456.", BOILER)
+def test_generic_acknowledgements_are_at_most_weak(empathy, ack) -> None:
+    found = run(empathy, f"{ack} Please call us on 0800 123 456.", BOILER)
     assert found["er"].evidence["level"] <= 1 and found["ip"].evidence["level"] <= 1, ack
     assert "cause_addressed" not in found
 
 
-def test_an_engaged_feeling_is_a_strong_interpretation(detector) -> None:
-    found = run(detector, TAILORED[CAR], CAR)
+def test_an_engaged_feeling_is_a_strong_interpretation(empathy) -> None:
+    found = run(empathy, TAILORED[CAR], CAR)
     assert found["ip"].evidence["level"] == 2
 
 
-def test_an_apology_with_the_topic_filled_in_does_not_address_the_cause(detector) -> None:
+def test_an_apology_with_the_topic_filled_in_does_not_address_the_cause(empathy) -> None:
     # It names no feeling: the engagement needs the feeling and its cause.
-    found = run(detector, "I'm sorry to hear that your recovery truck has not arrived. Please "
+    found = run(empathy, "I'm sorry to hear that your recovery truck has not arrived. Please "
                           "remain with your vehicle.", CAR)
     assert "cause_addressed" not in found
-    assert found["score"].score < run(detector, TAILORED[CAR], CAR)["score"].score
+    assert found["score"].score < run(empathy, TAILORED[CAR], CAR)["score"].score
 
 
-def test_cause_span_and_reply_span(detector) -> None:
-    found = run(detector, TAILORED[BOILER], BOILER)
+def test_cause_span_and_reply_span(empathy) -> None:
+    found = run(empathy, TAILORED[BOILER], BOILER)
     ev = found["cause_addressed"].evidence
     start, end = ev["cause"]["span"]
     assert ev["cause"]["turn"] == 0 and "boiler" in BOILER[start:end]
@@ -112,12 +100,12 @@ def test_cause_span_and_reply_span(detector) -> None:
     assert ev["shared_words"] >= 3 and ev["names_feeling"] is True
 
 
-def test_engagement_evidence_holds_no_text(detector) -> None:
+def test_engagement_evidence_holds_no_text(empathy) -> None:
     prompt = ("My daughter Zebulina's birthday cake arrived crushed and the party is today. "
               "I'm gutted.")
     reply = ("A crushed cake on Zebulina's birthday, with the party today, is gutting. I've "
              "refunded it.")
-    found = run(detector, reply, prompt)
+    found = run(empathy, reply, prompt)
     assert "cause_addressed" in found
     assert all("Zebulina" not in repr(f.evidence) for f in found.values())
 
@@ -133,18 +121,18 @@ WARM_MANIPULATION = [
 
 
 @pytest.mark.parametrize(("text", "prompt"), WARM_MANIPULATION)
-def test_warmth_used_to_manipulate_is_not_empathy(detector, text, prompt) -> None:
-    found = run(detector, text, prompt)
+def test_warmth_used_to_manipulate_is_not_empathy(empathy, text, prompt) -> None:
+    found = run(empathy, text, prompt)
     assert found["score"].score < 0.15, found["score"].score
     assert found["score"].evidence["manipulation"]
     assert "cause_addressed" not in found
 
 
-def test_the_same_warmth_without_the_cue_keeps_its_credit(detector) -> None:
+def test_the_same_warmth_without_the_cue_keeps_its_credit(empathy) -> None:
     prompt = WARM_MANIPULATION[0][1]
-    clean = run(detector, "I'm sorry to hear you've been feeling low. A helpline is a good "
+    clean = run(empathy, "I'm sorry to hear you've been feeling low. A helpline is a good "
                           "idea, and I can give you the number.", prompt)
-    bad = run(detector, WARM_MANIPULATION[0][0], prompt)
+    bad = run(empathy, WARM_MANIPULATION[0][0], prompt)
     assert clean["score"].score > bad["score"].score + 0.2
     assert clean["score"].evidence["manipulation"] == []
 
@@ -160,8 +148,8 @@ MISSED_CASES = [
 
 
 @pytest.mark.parametrize(("text", "prompt", "want"), MISSED_CASES)
-def test_missed(detector, text, prompt, want) -> None:
-    found = run(detector, text, prompt)
+def test_missed(empathy, text, prompt, want) -> None:
+    found = run(empathy, text, prompt)
     assert fires(found, "missed") is want, found.get("missed")
 
 
@@ -173,11 +161,11 @@ def test_scores_are_measurements_failures_are_flagged() -> None:
         assert threshold(f"empathy.{sub}") <= 1.0, sub
 
 
-def test_findings_do_not_depend_on_the_batch(detector) -> None:
+def test_findings_do_not_depend_on_the_batch(empathy) -> None:
     items = [simple_input(TAILORED[p], prompt=p, conversation_id=f"c{i}")
              for i, p in enumerate((CAR, BOILER, GRIEF))]
-    together = score_texts(detector, items)
-    alone = [score_texts(detector, [item])[0] for item in items]
+    together = score_texts(empathy, items)
+    alone = [score_texts(empathy, [item])[0] for item in items]
     assert [[(f.label, f.score, f.evidence) for f in fs] for fs in together] == \
         [[(f.label, f.score, f.evidence) for f in fs] for fs in alone]
 

@@ -57,11 +57,9 @@ RANKED = {
 
 
 @pytest.fixture(scope="module")
-def scored() -> dict[str, list[dict[str, float]]]:
-    det = EmpathyDetector()
-    det.load()
+def scored(empathy: EmpathyDetector) -> dict[str, list[dict[str, float]]]:
     items = [(p, r) for p, replies in RANKED.items() for r in replies]
-    found = score_texts(det, [simple_input(r, prompt=p) for p, r in items])
+    found = score_texts(empathy, [simple_input(r, prompt=p) for p, r in items])
     out: dict[str, list[dict[str, float]]] = {p: [] for p in RANKED}
     for (p, _), fs in zip(items, found, strict=True):
         out[p].append({f.label: f.score for f in fs})
