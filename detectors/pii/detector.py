@@ -156,7 +156,7 @@ class PiiDetector:
             self._cache.popitem(last=False)
 
     def _analyze(self, texts: Sequence[str], min_score: float,
-                 states: Sequence[Any]) -> list[list[Any]]:
+                 states: Sequence[Any] | None = None) -> list[list[Any]]:
         if self._head is None:
             return self._engine.analyze(texts, min_score)
         return self._engine.analyze(texts, min_score, self.entity_spans(texts, states))

@@ -40,6 +40,13 @@ NAME_LOCALES = ("en_US", "en_GB", "en_IE", "en_AU", "en_IN", "de_DE", "fr_FR", "
                 "es_AR", "en_PH", "tw_GH", "en_KE")
 PLACE_LOCALES = ("en_US", "en_GB", "en_AU", "en_CA", "de_DE", "fr_FR", "es_ES", "it_IT", "nl_NL",
                  "pl_PL", "pt_BR", "sv_SE", "en_IN", "es_MX", "da_DK", "fi_FI", "cs_CZ", "tr_TR")
+# Places that are also given names: the words alone do not decide, the sentence does.
+NAME_CITIES = ("Charlotte", "Victoria", "Florence", "Austin", "Eugene", "Jackson", "Lincoln",
+               "Madison", "Marion", "Orlando", "Regina", "Adelaide", "Alexandria", "Augusta",
+               "Chester", "Elizabeth", "Georgetown", "Santiago", "Sofia", "Valencia", "Savannah",
+               "Paris", "Jordan", "Aurora", "Beverly", "Camden", "Denver", "Douglas", "Gilbert",
+               "Helena", "Irving", "Kingston", "Lorraine", "Mildura", "Nelson", "Raleigh",
+               "Salvador", "Tyler", "Warren", "Wellington")
 PRODUCTS = ("Premium", "Basic", "Pro", "Starter", "Family Plan", "Settings", "Billing", "Account",
             "iPhone", "Android", "Windows", "Chrome", "Safari", "Wi-Fi", "Bluetooth", "Visa",
             "Mastercard", "PayPal", "Apple Pay", "Google Pay", "Netflix", "Spotify", "Prime",
@@ -114,6 +121,15 @@ TEMPLATES = (
     "The gift is for {FIRST} in {CITY}",
     "They delivered to {LAST}'s house instead of mine",
     "{FIRST}'s phone was stolen in {CITY}",
+    "We drove down to {NAMECITY} on {DAY} and the car charger stopped working",
+    "I moved to {NAMECITY} in {MONTH}, please update my region",
+    "my flight to {NAMECITY} got cancelled",
+    "the train from {NAMECITY} was two hours late",
+    "I'm visiting {NAMECITY} next week, will my plan work there?",
+    "Is there a pickup point in {NAMECITY}?",
+    "Our {NAMECITY} warehouse ships within 2 days.",
+    "{NAMECITY} is where I bought it",
+    "I'm heading back to {NAMECITY} after the holidays",
 )
 NEGATIVES = (
     "It's {PRICE} a month and covers accidental damage.",
@@ -210,6 +226,7 @@ def build(n: int, seed: int) -> list[tuple[str, list[tuple[int, int, str]]]]:
         "CITY": ("LOCATION", city), "CITY2": ("LOCATION", city),
         "COUNTRY": ("LOCATION", lambda: _noisy(pick(fk["en_US"].country), rng)),
         "STATE": ("LOCATION", lambda: pick(fk["en_US"].state)),
+        "NAMECITY": ("LOCATION", lambda: _noisy(rng.choice(NAME_CITIES + (city(),)), rng)),
         "ADDRESS": (None, lambda: pick(fk[rng.choice(places)].street_address)),
         "COMPANY": (None, lambda: pick(fk[rng.choice(places)].company)),
         "PHONE": (None, lambda: pick(fk[rng.choice(places)].phone_number)),
