@@ -409,10 +409,65 @@ def _recognizers(entities: Sequence[str]) -> list[Any]:
     from detectors.pii.address import StreetAddressRecognizer
     from detectors.pii.names import GivenNameRecognizer
 
-    all_ = [SpacyRecognizer(supported_entities=["PERSON", "LOCATION"]),
+    all_: list[Any] = [SpacyRecognizer(supported_entities=["PERSON", "LOCATION"]),
             pr.PersonCueRecognizer(), pr.SpeakerNameRecognizer(), GivenNameRecognizer(),
             pr.LocationCueRecognizer(),
             pr.OfflineEmailRecognizer(), pr.PhonePatternRecognizer(),
             pr.CardRecognizer(), IbanRecognizer(), UsSsnRecognizer(), IpRecognizer(),
             StreetAddressRecognizer()]
-    return [r for r in all_ if set(r.supported_entities) & set(entities)]
+    return [_gated(r) for r in all_ if set(r.supported_entities) & set(entities)]
+
+
+# What a text must hold for a recognizer to find anything in it, checked once per text and
+# recognizer before its patterns run: (digits at least, a character that must appear). Each
+# bound is below the least its patterns accept: an e-mail has an "@"; a phone number 7 digits
+# (PhonePatternRecognizer drops fewer), a card 12 (the shortest issuer pattern), an SSN 9, an
+# IBAN 2 (check digits), an IPv4 address 4 (an IPv6 one may have none but has "::" or ":").
+_NEEDS: dict[str, tuple[int, str]] = {
+    "OfflineEmailRecognizer": (0, "@"),
+    "PhonePatternRecognizer": (7, ""),
+    "CardRecognizer": (12, ""),
+    "UsSsnRecognizer": (9, ""),
+    "IbanRecognizer": (2, ""),
+}
+
+
+def _digits(text: str) -> int:
+    return sum(c.isdigit() for c in text)
+
+
+def _gated(recognizer: Any) -> Any:
+    """``recognizer`` with its ``analyze`` skipped (no results) on a text that cannot hold what
+    it finds (``_NEEDS``; the IP recognizer: no digit and no ":"). The digit count is computed
+    once per text (the last text's count is kept)."""
+    name = recognizer.name
+    if name == "IpRecognizer":
+        def can(text: str) -> bool:
+            return ":" in text or _digit_count(text) >= 4
+    elif name in _NEEDS:
+        digits, char = _NEEDS[name]
+
+        def can(text: str) -> bool:
+            return (not char or char in text) and (not digits or _digit_count(text) >= digits)
+    else:
+        return recognizer
+    analyze = recognizer.analyze
+
+    def gated(text: str, *args: Any, **kwargs: Any) -> Any:
+        return analyze(text, *args, **kwargs) if can(text) else []
+
+    recognizer.analyze = gated
+    return recognizer
+
+
+_LAST_COUNT: list[tuple[str, int]] = [("", 0)]
+
+
+def _digit_count(text: str) -> int:
+    """Digits in ``text``, counted once for all the recognizers that ask about the same text."""
+    last_text, last = _LAST_COUNT[0]
+    if text is last_text:
+        return last
+    n = _digits(text)
+    _LAST_COUNT[0] = (text, n)
+    return n

@@ -66,12 +66,14 @@ def _lexical(text: str, spans: Sequence[tuple[int, int]]) -> np.ndarray:
     caps = [text[s:e][:1].isupper() for s, e in spans]
     for j, (s, e) in enumerate(spans):
         w = text[s:e]
-        before = text[:s].rstrip()
+        k = s - 1  # the last non-space character before the word (a linear scan in all)
+        while k >= 0 and text[k].isspace():
+            k -= 1
         out[j, 0] = caps[j]
         out[j, 1] = len(w) > 1 and w.isupper()
         out[j, 2] = any(c.isdigit() for c in w)
         out[j, 3] = w.isalpha()
-        out[j, 4] = not before or before[-1] in _SENTENCE_END
+        out[j, 4] = k < 0 or text[k] in _SENTENCE_END
         out[j, 5] = w.casefold() in given
         out[j, 6] = j > 0 and caps[j - 1]
         out[j, 7] = j + 1 < len(spans) and caps[j + 1]
