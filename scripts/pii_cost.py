@@ -32,11 +32,11 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=32)
     args = ap.parse_args()
 
+    from threadpoolctl import threadpool_limits
+
     from detectors.features import shared_encoder
     from detectors.pii.detector import PiiDetector
     from pipeline.bench.corpus import default_source, read_source
-
-    from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1, user_api="blas")  # as the pipeline does (settle_process)
     texts = [str(e["text"]) for e in read_source(default_source())][: args.turns]

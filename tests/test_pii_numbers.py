@@ -7,8 +7,9 @@ The values are found with the patterns below in the example transcripts, in the 
 written here; each turn holding one goes through the PII detector at its ``min_score`` (0.05:
 the redaction stage masks every finding the detector stores, ``pipeline.scoring.redaction.
 pii_spans``, which is how the price above was lost), and no PERSON, PHONE_NUMBER or
-STREET_ADDRESS span may overlap a value. A value inside a real address or phone (a house number, "call 0800 123 4567
-at 9am") is not one of these: the patterns skip digits that an address or phone line holds.
+STREET_ADDRESS span may overlap a value. A value inside a real address or phone (a house
+number, "call 0800 123 4567 at 9am") is not one of these: the patterns skip digits that an
+address or phone line holds.
 """
 
 from __future__ import annotations

@@ -115,8 +115,10 @@ class PiiDetector:
 
     # -- scoring ---------------------------------------------------------------------------
     def score(self, batch: Sequence[ScoringInput]) -> list[list[Finding]]:
-        results = self.analyze([item.turn.text for item in batch], self.min_score,
-                               [item.context.features.get(TOKEN_STATES) for item in batch])
+        texts = [item.turn.text for item in batch]
+        states = [item.context.features.get(TOKEN_STATES) for item in batch]
+        results = (self.analyze(texts, self.min_score, states)
+                   if any(st is not None for st in states) else self.analyze(texts, self.min_score))
         out: list[list[Finding]] = []
         for item, found in zip(batch, results, strict=True):
             findings = [self._finding(r, f"pii.{r.entity_type.lower()}") for r in found]

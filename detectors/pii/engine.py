@@ -364,7 +364,7 @@ def _encoder_nlp_engine() -> Any:
     nlp.add_pipe("chatmon_encoder_ents")
     nlp.add_pipe("chatmon_lower_lemma", last=True)
     nlp.tokenizer = BoundedTokenizer(nlp.tokenizer)
-    engine.nlp = {"en": nlp}
+    engine.nlp = {"en": nlp}  # type: ignore[assignment]  # presidio types it as None
     return engine
 
 
