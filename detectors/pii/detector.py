@@ -75,8 +75,9 @@ class PiiDetector:
         self.batch_size = batch_size
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple[bytes, float], list[Any]] = OrderedDict()
-        # 1.1: weighted leak scores; 1.2: sensitive echo, given names, phones
-        self.version = f"1.2.0+{model}"
+        # 1.1: weighted leak scores; 1.2: sensitive echo, given names, phones; 1.3: encoder NER,
+        # times, prices and dates never addresses
+        self.version = f"1.3.0+{model}"
         self.process = process
         self._engine: Any = None
         self._head: Any = None

@@ -29,11 +29,33 @@ from detectors.base import DetectorError
 HEAD_FILE = Path(__file__).parent / "data" / "ner_head.npz"
 TAGS = ("O", "B-PERSON", "I-PERSON", "B-LOCATION", "I-LOCATION")
 ENTITIES = ("PERSON", "LOCATION")
-MIN_SCORE = 0.15  # spans scoring less are not returned (the redaction cut is 0.2)
+# Spans scoring less are not returned: the stored text is redacted from the detector's
+# min_score (0.05), and below this the head's spans are mostly common words.
+MIN_SCORE = 0.3
 N_LEXICAL = 9
 _SENTENCE_END = frozenset(".!?\n:;")
 
 Span = tuple[int, int, str, float]  # start, end, entity, score
+# Words that are dates or money in support chat, never part of a name or place the head
+# reports ("the 5th of March", "93 bucks to Wilson"): a month or weekday that is also a name
+# ("June", "August") is lost with them.
+NEVER_ENTITY = frozenset(
+    """
+    january february march april may june july august september october november december
+    jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday
+    friday saturday sunday mon tue tues wed thu thur thurs fri sat sun today tomorrow
+    yesterday dollars dollar euros euro pounds pound bucks cents cent usd eur gbp
+    """.split()  # noqa: SIM905
+)
+# Function words never start or end a span ("Norway is", "the Lima"); inside one they stay.
+EDGE_WORDS = frozenset(
+    """
+    a an the and or but if so as of to in on at by for from with into about than then that this
+    these those it its is are was were be been am has have had do does did will would can could
+    should may might must not no yes ok i me my we our you your he him his she her they them
+    their there here what which who whom when where why how just also very too please thanks
+    """.split()  # noqa: SIM905
+)
 
 
 @cache
@@ -128,14 +150,22 @@ class NerHead:
 def decode(text: str, words: Sequence[tuple[int, int]], p: np.ndarray) -> list[Span]:
     """Runs of words of one entity, each word's entity its likelier one of PERSON and LOCATION
     when that is at least ``MIN_SCORE``; a word whose ``B-`` beats its ``I-`` starts a new run.
-    Words that are punctuation only never start or end a span."""
+    Words that are punctuation only or function words (``EDGE_WORDS``) never start or end a
+    span; a word with a digit or in
+    ``NEVER_ENTITY`` (months, weekdays, money) ends one and is never part of one."""
     out: list[Span] = []
     run: list[int] = []
     kind = ""
 
+    def edge(j: int) -> bool:
+        w = text[words[j][0]:words[j][1]]
+        return not any(c.isalnum() for c in w) or w.casefold() in EDGE_WORDS
+
     def close() -> None:
-        while run and not any(c.isalnum() for c in text[words[run[-1]][0]:words[run[-1]][1]]):
+        while run and edge(run[-1]):
             run.pop()
+        while run and edge(run[0]):
+            run.pop(0)
         if run:
             col = 1 if kind == "PERSON" else 3
             score = float(np.mean([p[j, col] + p[j, col + 1] for j in run]))
@@ -146,7 +176,8 @@ def decode(text: str, words: Sequence[tuple[int, int]], p: np.ndarray) -> list[S
         per, loc = p[j, 1] + p[j, 2], p[j, 3] + p[j, 4]
         ent, prob = ("PERSON", per) if per >= loc else ("LOCATION", loc)
         alnum = any(c.isalnum() for c in text[s:e])
-        if prob < MIN_SCORE or (not run and not alnum):
+        if (prob < MIN_SCORE or (not run and not alnum) or text[s:e].casefold() in NEVER_ENTITY
+                or any(c.isdigit() for c in text[s:e])):
             close()
             continue
         col = 1 if ent == "PERSON" else 3

