@@ -118,3 +118,16 @@ def test_spacy_stays_selectable() -> None:
     assert det.features == frozenset() and not det.runs_apart
     found = det.analyze(["My name is Maria Gonzalez."], 0.5)[0]
     assert [r.entity_type for r in found] == ["PERSON"]
+
+
+def test_other_language_turns_keep_head_spans_redacted_but_unflagged(pii: PiiDetector) -> None:
+    text = "Vielen Dank, Frau Schneider, wir melden uns morgen aus Hamburg."
+    found = {}
+    for lang in ("de", "en", None):
+        turn = Turn("c", 0, "assistant", text, TS, lang=lang)
+        found[lang] = [f for f in pii.score([ScoringInput(turn, Context())])[0]
+                       if f.label in ("pii.person", "pii.location")]
+    assert found["de"] and all(f.score < 0.5 for f in found["de"])  # still stored redacted
+    assert [f.span for f in found["de"]] == [f.span for f in found["en"]]
+    assert any(f.score >= 0.5 for f in found["en"])  # English (or unknown): as scored
+    assert [(f.span, f.score) for f in found[None]] == [(f.span, f.score) for f in found["en"]]
