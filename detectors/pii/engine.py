@@ -17,6 +17,7 @@ on the new one; a call that also kills the new child raises ``DetectorError``.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ from detectors.base import DetectorError
 # turns/s against 257-278 at 0, interleaved runs; the findings do not depend on it).
 CHILD_NICE = 10
 CHUNK_CHARS = 10_000  # texts are analysed in whitespace-aligned chunks, never truncated
+ENCODER_MODEL = "encoder"  # the shared encoder's NER head (``detectors.pii.ner``), no spaCy model
+NerSpan = tuple[int, int, str, float]  # start, end, PERSON|LOCATION, score
 _SPACY_IGNORED = ("CARDINAL", "DATE", "EVENT", "LANGUAGE", "LAW", "MONEY", "NORP", "ORDINAL",
                   "ORG", "PERCENT", "PRODUCT", "QUANTITY", "TIME", "WORK_OF_ART")
 
@@ -44,10 +47,13 @@ class PresidioEngine:
 
         self.entities = list(entities)
         self.batch_size = batch_size
+        self.model = model
         registry = RecognizerRegistry(recognizers=_recognizers(self.entities),
                                       supported_languages=["en"])
         analyzer = AnalyzerEngine(
-            registry=registry, nlp_engine=_load_nlp_engine(model), supported_languages=["en"],
+            registry=registry, supported_languages=["en"],
+            nlp_engine=(_encoder_nlp_engine() if model == ENCODER_MODEL
+                        else _load_nlp_engine(model)),
             context_aware_enhancer=LemmaContextAwareEnhancer(
                 context_similarity_factor=0.35, min_score_with_context_similarity=0.4,
                 context_prefix_count=6, context_suffix_count=2),
@@ -55,16 +61,31 @@ class PresidioEngine:
         self.analyzer = analyzer
         self._batch = BatchAnalyzerEngine(analyzer)
 
-    def analyze(self, texts: Sequence[str], min_score: float) -> list[list[Any]]:
-        """Presidio results per text, offsets into the whole text, scores >= ``min_score``."""
+    def analyze(self, texts: Sequence[str], min_score: float,
+                ner: Sequence[Sequence[NerSpan]] | None = None) -> list[list[Any]]:
+        """Presidio results per text, offsets into the whole text, scores >= ``min_score``.
+        ``ner``: with ``model="encoder"``, each text's named-entity spans (the encoder head's,
+        computed by the caller); a spaCy model finds its own."""
+        if (ner is None) != (self.model != ENCODER_MODEL):
+            raise DetectorError("pii: the encoder NER needs the head's spans per text, and a "
+                                "spaCy model takes none")
         chunks: list[tuple[int, int, str]] = []  # (text index, offset, chunk)
         for i, text in enumerate(texts):
             chunks += [(i, off, part) for off, part in _chunks(safe_text(text))]
         if not chunks:
             return [[] for _ in texts]
-        raw = self._batch.analyze_iterator(
-            [c[2] for c in chunks], language="en", batch_size=self.batch_size,
-            entities=self.entities, score_threshold=min_score, return_decision_process=True)
+        if ner is not None:
+            _PENDING.spans = {part: [(max(s, off) - off, min(e, off + len(part)) - off, ent, sc)
+                                     for s, e, ent, sc in ner[i]
+                                     if s < off + len(part) and off < e]
+                              for i, off, part in chunks}
+        try:
+            raw = list(self._batch.analyze_iterator(
+                [c[2] for c in chunks], language="en", batch_size=self.batch_size,
+                entities=self.entities, score_threshold=min_score,
+                return_decision_process=True))
+        finally:
+            _PENDING.spans = {}
         out: list[list[Any]] = [[] for _ in texts]
         for (i, off, part), found in zip(chunks, raw, strict=True):
             for r in _postprocess(part, found):
@@ -122,13 +143,15 @@ class EngineProcess:
             raise DetectorError(value)
         return value
 
-    def analyze(self, texts: Sequence[str], min_score: float) -> list[list[Any]]:
+    def analyze(self, texts: Sequence[str], min_score: float,
+                ner: Sequence[Sequence[NerSpan]] | None = None) -> list[list[Any]]:
         with self._lock:
             for attempt in (1, 2):
                 try:
                     if self._child is None:
                         self._start()
-                    result: list[list[Any]] = self._call(("analyze", (list(texts), min_score)))
+                    result: list[list[Any]] = self._call(
+                        ("analyze", (list(texts), min_score, ner)))
                     return result
                 except (EOFError, OSError) as exc:  # the child died: a new one, then once more
                     self._stop()
@@ -285,12 +308,13 @@ def _postprocess(text: str, found: list[Any]) -> list[Any]:
     return post.propagate_names(text, post.demote_lone_places(text, post.resolve(text, found)))
 
 
-def _load_nlp_engine(model: str) -> Any:
-    import spacy
-    from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
-    from spacy.language import Language
+# The encoder head's spans of the chunks being analysed, by chunk text (a text's spans depend
+# on that text only), for the pipe component below; per thread.
+_PENDING = threading.local()
 
-    from detectors.pii.bounded import BoundedTokenizer
+
+def _lower_lemma_component() -> None:
+    from spacy.language import Language
 
     if "chatmon_lower_lemma" not in Language.factories:
         @Language.component("chatmon_lower_lemma")
@@ -299,6 +323,58 @@ def _load_nlp_engine(model: str) -> Any:
                 tok.lemma_ = tok.lower_
             return doc
 
+
+def _encoder_nlp_engine() -> Any:
+    """Presidio's spaCy engine on a blank English pipeline (tokenizer only: no model to load)
+    whose one component sets ``doc.ents`` to the encoder head's spans for that text; the scores
+    go with them (``EncoderNlpEngine``), so Presidio's ``SpacyRecognizer``, its context words
+    and every pattern recognizer work as with a spaCy model."""
+    import spacy
+    from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
+    from spacy.language import Language
+
+    from detectors.pii.bounded import BoundedTokenizer
+
+    class EncoderNlpEngine(SpacyNlpEngine):  # type: ignore[misc]
+        def _get_scores_for_entities(self, doc: Any) -> list[float]:
+            return list(doc.user_data.get("chatmon_scores", ()))
+
+    if "chatmon_encoder_ents" not in Language.factories:
+        @Language.component("chatmon_encoder_ents")
+        def _encoder_ents(doc: Any) -> Any:
+            ents: list[Any] = []
+            scores: list[float] = []
+            for s, e, label, score in sorted(getattr(_PENDING, "spans", {}).get(doc.text, ())):
+                span = doc.char_span(s, e, label=label, alignment_mode="expand")
+                if span is None or (ents and span.start < ents[-1].end):
+                    continue
+                ents.append(span)
+                scores.append(score)
+            doc.ents = ents
+            doc.user_data["chatmon_scores"] = scores
+            return doc
+
+    _lower_lemma_component()
+    engine = EncoderNlpEngine(
+        models=[{"lang_code": "en", "model_name": "blank"}],
+        ner_model_configuration=NerModelConfiguration(
+            model_to_presidio_entity_mapping={"PERSON": "PERSON", "LOCATION": "LOCATION"}),
+    )
+    nlp = spacy.blank("en")
+    nlp.add_pipe("chatmon_encoder_ents")
+    nlp.add_pipe("chatmon_lower_lemma", last=True)
+    nlp.tokenizer = BoundedTokenizer(nlp.tokenizer)
+    engine.nlp = {"en": nlp}  # type: ignore[assignment]  # presidio types it as None
+    return engine
+
+
+def _load_nlp_engine(model: str) -> Any:
+    import spacy
+    from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
+
+    from detectors.pii.bounded import BoundedTokenizer
+
+    _lower_lemma_component()
     mapping = {"PERSON": "PERSON", "PER": "PERSON", "GPE": "LOCATION", "LOC": "LOCATION",
                "FAC": "LOCATION"}
     engine = SpacyNlpEngine(
@@ -333,10 +409,65 @@ def _recognizers(entities: Sequence[str]) -> list[Any]:
     from detectors.pii.address import StreetAddressRecognizer
     from detectors.pii.names import GivenNameRecognizer
 
-    all_ = [SpacyRecognizer(supported_entities=["PERSON", "LOCATION"]),
+    all_: list[Any] = [SpacyRecognizer(supported_entities=["PERSON", "LOCATION"]),
             pr.PersonCueRecognizer(), pr.SpeakerNameRecognizer(), GivenNameRecognizer(),
             pr.LocationCueRecognizer(),
             pr.OfflineEmailRecognizer(), pr.PhonePatternRecognizer(),
             pr.CardRecognizer(), IbanRecognizer(), UsSsnRecognizer(), IpRecognizer(),
             StreetAddressRecognizer()]
-    return [r for r in all_ if set(r.supported_entities) & set(entities)]
+    return [_gated(r) for r in all_ if set(r.supported_entities) & set(entities)]
+
+
+# What a text must hold for a recognizer to find anything in it, checked once per text and
+# recognizer before its patterns run: (digits at least, a character that must appear). Each
+# bound is below the least its patterns accept: an e-mail has an "@"; a phone number 7 digits
+# (PhonePatternRecognizer drops fewer), a card 12 (the shortest issuer pattern), an SSN 9, an
+# IBAN 2 (check digits), an IPv4 address 4 (an IPv6 one may have none but has "::" or ":").
+_NEEDS: dict[str, tuple[int, str]] = {
+    "OfflineEmailRecognizer": (0, "@"),
+    "PhonePatternRecognizer": (7, ""),
+    "CardRecognizer": (12, ""),
+    "UsSsnRecognizer": (9, ""),
+    "IbanRecognizer": (2, ""),
+}
+
+
+def _digits(text: str) -> int:
+    return sum(c.isdigit() for c in text)
+
+
+def _gated(recognizer: Any) -> Any:
+    """``recognizer`` with its ``analyze`` skipped (no results) on a text that cannot hold what
+    it finds (``_NEEDS``; the IP recognizer: no digit and no ":"). The digit count is computed
+    once per text (the last text's count is kept)."""
+    name = recognizer.name
+    if name == "IpRecognizer":
+        def can(text: str) -> bool:
+            return ":" in text or _digit_count(text) >= 4
+    elif name in _NEEDS:
+        digits, char = _NEEDS[name]
+
+        def can(text: str) -> bool:
+            return (not char or char in text) and (not digits or _digit_count(text) >= digits)
+    else:
+        return recognizer
+    analyze = recognizer.analyze
+
+    def gated(text: str, *args: Any, **kwargs: Any) -> Any:
+        return analyze(text, *args, **kwargs) if can(text) else []
+
+    recognizer.analyze = gated
+    return recognizer
+
+
+_LAST_COUNT: list[tuple[str, int]] = [("", 0)]
+
+
+def _digit_count(text: str) -> int:
+    """Digits in ``text``, counted once for all the recognizers that ask about the same text."""
+    last_text, last = _LAST_COUNT[0]
+    if text is last_text:
+        return last
+    n = _digits(text)
+    _LAST_COUNT[0] = (text, n)
+    return n

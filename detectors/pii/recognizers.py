@@ -59,7 +59,7 @@ PHONE_CONTEXT = [
     "ext",
 ]
 NEGATIVE_NUMBER_CONTEXT = re.compile(
-    r"(?i:order|invoice|ticket|tracking|ref|reference|case|confirmation|booking|receipt|"
+    r"(?i)(?:order|invoice|ticket|tracking|ref|reference|case|confirmation|booking|receipt|"
     r"transaction|sku|serial|model|part|account|acct|policy|claim)"
     r"(?:\s*(?:numbers?|no\.?|nr\.?|#|ids?|is|was|are|:))*\s*$"
 )

@@ -22,9 +22,11 @@ from detectors.features import (
     PROMPT_EMBEDDING,
     SENTENCE_EMBEDDINGS,
     SENTENCES,
+    TOKEN_STATES,
     SentenceEncoder,
     split_sentences,
 )
+from detectors.features import shared_encoder as features_shared_encoder
 from pipeline.errors import DetectorShapeError
 
 log = logging.getLogger(__name__)
@@ -58,7 +60,7 @@ class FeatureExtractor:
             (frozenset(getattr(d, "feature_roles", d.roles)), names, d)
             for d in detectors if (names := frozenset(getattr(d, "features", frozenset())))
         ]
-        vector_features = {EMBEDDING, SENTENCE_EMBEDDINGS, PROMPT_EMBEDDING}
+        vector_features = {EMBEDDING, SENTENCE_EMBEDDINGS, PROMPT_EMBEDDING, TOKEN_STATES}
         needs_vectors = any(names & vector_features for _, names, _ in self.needs)
         self.encoder = (encoder or shared_encoder(encoder_backend)) if needs_vectors else None
 
@@ -88,9 +90,17 @@ class FeatureExtractor:
                 texts += [item.turn.text[s:e] for s, e in sp]
             if PROMPT_EMBEDDING in w and item.context.prompt_text:
                 texts.append(item.context.prompt_text)
-        encoded = self.encoder.encode(texts) if self.encoder is not None and texts else []
-        vectors = iter(encoded)
+        # Token states only from the int8 ONNX encoder: the PII head reads those wherever it
+        # runs (with another backend it computes its own, the same bits, on the ONNX encoder).
+        onnx = self.encoder is not None and self.encoder.backend == "onnx-int8"
+        state_texts = [item.turn.text for item, w in zip(batch, wanted, strict=True)
+                       if onnx and TOKEN_STATES in w]
+        encoded, states = (self.encoder.encode_with_states(texts, state_texts)
+                           if self.encoder is not None and (texts or state_texts) else ([], []))
+        vectors, token_states = iter(encoded), iter(states)
         for item, w, sp, f in zip(batch, wanted, spans, feats, strict=True):
+            if onnx and TOKEN_STATES in w:
+                f[TOKEN_STATES] = next(token_states)
             if SENTENCES in w:
                 f[SENTENCES] = sp
             if EMBEDDING in w:
@@ -109,7 +119,6 @@ class FeatureExtractor:
 
 
 # One loaded encoder per backend and process: several suites (the Kafka stages, evals) share it.
-_ENCODERS: dict[str, SentenceEncoder] = {}
 _default_backend = "torch"
 
 
@@ -122,10 +131,7 @@ def set_default_encoder_backend(backend: str) -> None:
 
 
 def shared_encoder(backend: str | None = None) -> SentenceEncoder:
-    backend = backend or _default_backend
-    if backend not in _ENCODERS:
-        _ENCODERS[backend] = SentenceEncoder(backend=backend)
-    return _ENCODERS[backend]
+    return features_shared_encoder(backend or _default_backend)
 
 
 class DetectorSuite:
@@ -176,13 +182,12 @@ class DetectorSuite:
                 lambda: {k: _score_one(self.detectors[k], batch) for k in plain})
             try:
                 featured = self.features.add(batch)
-                outs.update({k: _score_one(d, featured) for k, d in enumerate(self.detectors)
-                             if k not in plain})
+                outs.update(self._score_featured(featured, plain))
             finally:
                 outs.update(future.result())
         else:
             featured = self.features.add(batch)
-            outs.update({k: _score_one(d, featured) for k, d in enumerate(self.detectors)})
+            outs.update(self._score_featured(featured, []))
         for k, det in enumerate(self.detectors):
             idx, out, failed, seconds, skipped = outs[k]
             if skipped:
@@ -195,6 +200,25 @@ class DetectorSuite:
             for i, found in zip(idx, out, strict=True):
                 result.findings[i].extend(found)
         return result
+
+
+    def _score_featured(self, featured: list[ScoringInput], done: Sequence[int]
+                        ) -> dict[int, _Outcome]:
+        """The detectors not in ``done``; those that say ``runs_apart`` (the PII detector,
+        whose analyser waits on a child process) on the second thread meanwhile."""
+        todo = [k for k in range(len(self.detectors)) if k not in done]
+        apart = [k for k in todo if getattr(self.detectors[k], "runs_apart", False)]
+        if not apart or len(apart) == len(todo):
+            return {k: _score_one(self.detectors[k], featured) for k in todo}
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="chatmon-plain")
+        future = self._pool.submit(
+            lambda: {k: _score_one(self.detectors[k], featured) for k in apart})
+        try:
+            outs = {k: _score_one(self.detectors[k], featured) for k in todo if k not in apart}
+        finally:
+            outs.update(future.result())
+        return outs
 
 
 # (indexes scored, their findings, (index, error) of the turns it failed on, seconds, turns

@@ -216,9 +216,9 @@ def test_results_cache_analyses_each_text_once_and_holds_no_text(
     calls: list[int] = []
     real = pii._analyze
 
-    def counting(batch, min_score):  # type: ignore[no-untyped-def]
+    def counting(batch, min_score, states=None):  # type: ignore[no-untyped-def]
         calls.append(len(batch))
-        return real(batch, min_score)
+        return real(batch, min_score, states)
 
     monkeypatch.setattr(pii, "_analyze", counting)
     first = pii.analyze(texts, 0.2)

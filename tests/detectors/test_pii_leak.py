@@ -46,7 +46,8 @@ NEAR_MISSES = [
     ("Our billing team answers at support@acme-shop.com within a day.", {"EMAIL_ADDRESS"}),
     ("For anything else you can write to noreply@acme-shop.com.", {"EMAIL_ADDRESS"}),
     ("The help line is free, call (800) 555-0199 any time.", {"PHONE_NUMBER"}),
-    ("How about Kaufmann Concert Hall on March 11th?", {"PERSON"}),
+    # spaCy's small model tags the hall as a PERSON; the encoder head tags no name here
+    ("How about Kaufmann Concert Hall on March 11th?", set()),
     ("I found 10 houses. The first is at 100 Greenwich Street with a 4.2 rating.",
      {"STREET_ADDRESS"}),
 ]

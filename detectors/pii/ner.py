@@ -1,0 +1,192 @@
+"""Named entities (PERSON, LOCATION) from the shared MiniLM encoder's token states.
+
+The shared encoder (``detectors.features.SentenceEncoder``) runs every turn through
+all-MiniLM-L6-v2 once; ``TokenStates`` keeps the last hidden state of each word piece of that
+pass. This head reads them: per word (the tokenizer's words; a word's first piece), its state,
+the previous and next words' states and a few surface features the uncased encoder cannot see
+(capitalised, digits, at the start of a sentence, a known given name) go through a small
+two-layer network (``data/ner_head.npz``, numpy at run time) to BIO tags for PERSON and
+LOCATION. A span is a run of words of one entity (a ``B-`` word more likely than ``I-`` starts a
+new one); its score is the mean of its words' entity probability, so a doubtful name is still
+redacted (>= 0.2) without being flagged (< 0.5).
+
+Trained by ``pipeline/training/pii_ner.py`` on Faker-filled support-chat templates written for
+it (docs/models/pii.md has the data, licences and numbers). A text's spans depend on that text
+only: each text is encoded alone and the head works word by word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from detectors.base import DetectorError
+
+HEAD_FILE = Path(__file__).parent / "data" / "ner_head.npz"
+TAGS = ("O", "B-PERSON", "I-PERSON", "B-LOCATION", "I-LOCATION")
+ENTITIES = ("PERSON", "LOCATION")
+# Spans scoring less are not returned: the stored text is redacted from the detector's
+# min_score (0.05), and below this the head's spans are mostly common words.
+MIN_SCORE = 0.3
+N_LEXICAL = 9
+_SENTENCE_END = frozenset(".!?\n:;")
+
+Span = tuple[int, int, str, float]  # start, end, entity, score
+# Words that are dates or money in support chat, never part of a name or place the head
+# reports ("the 5th of March", "93 bucks to Wilson"): a month or weekday that is also a name
+# ("June", "August") is lost with them.
+NEVER_ENTITY = frozenset(
+    """
+    january february march april may june july august september october november december
+    jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday
+    friday saturday sunday mon tue tues wed thu thur thurs fri sat sun today tomorrow
+    yesterday dollars dollar euros euro pounds pound bucks cents cent usd eur gbp
+    """.split()  # noqa: SIM905
+)
+# Function words never start or end a span ("Norway is", "the Lima"); inside one they stay.
+EDGE_WORDS = frozenset(
+    """
+    a an the and or but if so as of to in on at by for from with into about than then that this
+    these those it its is are was were be been am has have had do does did will would can could
+    should may might must not no yes ok i me my we our you your he him his she her they them
+    their there here what which who whom when where why how just also very too please thanks
+    """.split()  # noqa: SIM905
+)
+
+
+@cache
+def _given_names() -> frozenset[str]:
+    from detectors.pii.names import first_names
+
+    return frozenset(n.casefold() for n in first_names())
+
+
+def words_of(text: str, offsets: np.ndarray, words: np.ndarray) -> tuple[list[tuple[int, int]],
+                                                                          list[int]]:
+    """Character span of each word and the index of its first piece."""
+    spans: list[tuple[int, int]] = []
+    first: list[int] = []
+    last = -2
+    for i, w in enumerate(words.tolist()):
+        s, e = int(offsets[i, 0]), int(offsets[i, 1])
+        if w != last:
+            spans.append((s, e))
+            first.append(i)
+            last = w
+        else:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], e))
+    return spans, first
+
+
+def _lexical(text: str, spans: Sequence[tuple[int, int]]) -> np.ndarray:
+    given = _given_names()
+    out = np.zeros((len(spans), N_LEXICAL), dtype=np.float32)
+    caps = [text[s:e][:1].isupper() for s, e in spans]
+    for j, (s, e) in enumerate(spans):
+        w = text[s:e]
+        k = s - 1  # the last non-space character before the word (a linear scan in all)
+        while k >= 0 and text[k].isspace():
+            k -= 1
+        out[j, 0] = caps[j]
+        out[j, 1] = len(w) > 1 and w.isupper()
+        out[j, 2] = any(c.isdigit() for c in w)
+        out[j, 3] = w.isalpha()
+        out[j, 4] = k < 0 or text[k] in _SENTENCE_END
+        out[j, 5] = w.casefold() in given
+        out[j, 6] = j > 0 and caps[j - 1]
+        out[j, 7] = j + 1 < len(spans) and caps[j + 1]
+        out[j, 8] = "\n" in text[spans[j - 1][1] if j else 0:s]
+    return out
+
+
+def word_features(text: str, states: Any) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """One row per word: its state, its neighbours' states and the surface features."""
+    spans, first = words_of(text, states.offsets, states.words)
+    if not spans:
+        return np.zeros((0, 3 * states.states.shape[1] + N_LEXICAL), np.float32), []
+    h = states.states[first]
+    zero = np.zeros((1, h.shape[1]), np.float32)
+    prev = np.concatenate([zero, h[:-1]])
+    nxt = np.concatenate([h[1:], zero])
+    return np.concatenate([h, prev, nxt, _lexical(text, spans)], axis=1), spans
+
+
+class NerHead:
+    """The shipped head: ``spans(text, token_states)`` -> [(start, end, entity, score)]."""
+
+    def __init__(self, path: Path = HEAD_FILE) -> None:
+        try:
+            with np.load(path) as z:
+                self.w1, self.b1 = z["w1"], z["b1"]
+                self.w2, self.b2 = z["w2"], z["b2"]
+                self.mean, self.scale = z["mean"], z["scale"]
+        except (OSError, KeyError) as exc:
+            raise DetectorError(f"pii: the named-entity head {path} is missing or incomplete "
+                                f"({type(exc).__name__}); pipeline/training/pii_ner.py makes it"
+                                ) from exc
+        if self.w2.shape[1] != len(TAGS):
+            raise DetectorError(f"pii: the head at {path} has {self.w2.shape[1]} tags, "
+                                f"expected {len(TAGS)}")
+
+    def probabilities(self, x: np.ndarray) -> np.ndarray:
+        z = np.maximum((x - self.mean) / self.scale @ self.w1 + self.b1, 0.0) @ self.w2 + self.b2
+        z = np.exp(z - z.max(axis=1, keepdims=True))
+        return np.asarray(z / z.sum(axis=1, keepdims=True))
+
+    def spans(self, text: str, states: Any) -> list[Span]:
+        x, words = word_features(text, states)
+        if not words:
+            return []
+        if x.shape[1] != self.w1.shape[0]:
+            raise DetectorError(f"pii: the head expects {self.w1.shape[0]} features per word, "
+                                f"got {x.shape[1]} (another encoder?)")
+        return decode(text, words, self.probabilities(x))
+
+
+def decode(text: str, words: Sequence[tuple[int, int]], p: np.ndarray) -> list[Span]:
+    """Runs of words of one entity, each word's entity its likelier one of PERSON and LOCATION
+    when that is at least ``MIN_SCORE``; a word whose ``B-`` beats its ``I-`` starts a new run.
+    Words that are punctuation only or function words (``EDGE_WORDS``) never start or end a
+    span; a word with a digit or in
+    ``NEVER_ENTITY`` (months, weekdays, money) ends one and is never part of one."""
+    out: list[Span] = []
+    run: list[int] = []
+    kind = ""
+
+    def edge(j: int) -> bool:
+        w = text[words[j][0]:words[j][1]]
+        return not any(c.isalnum() for c in w) or w.casefold() in EDGE_WORDS
+
+    def close() -> None:
+        while run and edge(run[-1]):
+            run.pop()
+        while run and edge(run[0]):
+            run.pop(0)
+        if run:
+            col = 1 if kind == "PERSON" else 3
+            score = float(np.mean([p[j, col] + p[j, col + 1] for j in run]))
+            out.append((words[run[0]][0], words[run[-1]][1], kind, round(score, 4)))
+        run.clear()
+
+    for j, (s, e) in enumerate(words):
+        per, loc = p[j, 1] + p[j, 2], p[j, 3] + p[j, 4]
+        ent, prob = ("PERSON", per) if per >= loc else ("LOCATION", loc)
+        alnum = any(c.isalnum() for c in text[s:e])
+        if (prob < MIN_SCORE or (not run and not alnum) or text[s:e].casefold() in NEVER_ENTITY
+                or any(c.isdigit() for c in text[s:e])):
+            close()
+            continue
+        col = 1 if ent == "PERSON" else 3
+        starts = p[j, col] > p[j, col + 1]
+        if run and (ent != kind or starts):
+            close()
+        if not run and not alnum:
+            continue
+        kind = ent
+        run.append(j)
+    close()
+    return out

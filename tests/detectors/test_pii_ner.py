@@ -1,0 +1,133 @@
+"""The PII detector's named entities from the shared encoder (model="encoder", the default):
+token states from the very pass that makes the vector, the head's spans, and Presidio taking
+them as its NER; spaCy still selectable with ``model=``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from detectors.base import Context, ScoringInput, Turn
+from detectors.features import TOKEN_STATES, SentenceEncoder, shared_encoder
+from detectors.pii.detector import SPACY_MODEL, PiiDetector
+from detectors.pii.ner import TAGS, NerHead, decode
+from pipeline.scoring.suite import DetectorSuite
+
+TS = datetime(2026, 1, 1, tzinfo=UTC)
+# Written for this test (not from any training template or evaluation set).
+TEXTS = (
+    "Hello, this is Wiremu Tane calling about my broadband in Rotorua.",
+    "my grandmother ewa kowalczyk can't read the small print on the bill",
+    "The Premium plan is 14.99 a month and Netflix is included.",
+    "Go to Settings, then Billing, and tap Update card.",
+    "We flew from Cusco to Lima and the app stopped syncing.",
+    "Thanks Ilona, the replacement arrives Thursday between 9 and 11.",
+)
+
+
+@pytest.fixture(scope="module")
+def pii() -> PiiDetector:
+    det = PiiDetector(cache_size=0)
+    det.load()
+    return det
+
+
+def _named(pii: PiiDetector, text: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for r in pii.analyze([text], 0.5)[0]:
+        if r.entity_type in ("PERSON", "LOCATION"):
+            out.setdefault(r.entity_type, []).append(text[r.start:r.end])
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def test_names_and_places_on_hand_written_turns(pii: PiiDetector) -> None:
+    found = [_named(pii, t) for t in TEXTS]
+    assert found[0] == {"PERSON": ["Wiremu Tane"], "LOCATION": ["Rotorua"]}
+    assert found[1] == {"PERSON": ["ewa kowalczyk"]}  # lower case: the words, not capitals
+    assert found[2] == {} and found[3] == {}  # prices, plans, menus: no name
+    assert found[4] == {"LOCATION": ["Cusco", "Lima"]}  # sorted
+    assert found[5] == {"PERSON": ["Ilona"]}
+
+
+def test_head_spans_reach_presidio_with_their_scores(pii: PiiDetector) -> None:
+    text = TEXTS[0]
+    spans = pii.entity_spans([text])[0]
+    assert {(text[s:e], ent) for s, e, ent, _ in spans} >= {("Wiremu Tane", "PERSON"),
+                                                           ("Rotorua", "LOCATION")}
+    results = pii.analyze([text], 0.05)[0]
+    ner = [r for r in results if r.recognition_metadata.get("recognizer_name") == "SpacyRecognizer"]
+    head = {(s, e): sc for s, e, _, sc in spans}
+    assert ner and all((r.start, r.end) in head for r in ner)
+    # Presidio's context words may raise a score, never lower it
+    assert all(r.score >= head[(r.start, r.end)] - 1e-9 for r in ner)
+
+
+def test_token_states_come_from_the_vector_pass_and_do_not_depend_on_the_batch() -> None:
+    enc = SentenceEncoder(backend="onnx-int8", cache_size=0)
+    long = "The parcel for Ayesha went to Karachi instead. " * 60  # past one window
+    texts = [TEXTS[0], long, "", TEXTS[4]]
+    alone = [enc.encode([t])[0] for t in texts]
+    vecs, states = enc.encode_with_states(texts, texts)
+    assert all(np.array_equal(v, a) for v, a in zip(vecs, alone, strict=True))
+    again = enc.token_states([TEXTS[4], "other text", TEXTS[0]])
+    assert np.array_equal(again[2].states, states[0].states)
+    assert np.array_equal(again[0].states, states[3].states)
+    st = states[1]
+    assert st.states.shape[0] == st.offsets.shape[0] == st.words.shape[0] > 254
+    assert np.all(np.diff(st.offsets[:, 0]) >= 0) and st.offsets[-1, 1] <= len(long)
+    assert states[2].states.shape == (0, SentenceEncoder.dim)
+
+
+def test_pipeline_features_carry_the_states_the_detector_would_compute(pii: PiiDetector) -> None:
+    suite = DetectorSuite([pii], encoder=shared_encoder("onnx-int8"))
+    turn = Turn("c", 0, "user", TEXTS[1], TS, lang="en")
+    featured = suite.features.add([ScoringInput(turn, Context())])[0]
+    st = featured.context.features[TOKEN_STATES]
+    own = SentenceEncoder(backend="onnx-int8", cache_size=0).token_states([TEXTS[1]])[0]
+    assert np.array_equal(st.states, own.states)
+    with_states = pii.score([featured])[0]
+    without = pii.score([ScoringInput(turn, Context())])[0]
+    assert [(f.label, f.span, f.score) for f in with_states] == \
+        [(f.label, f.span, f.score) for f in without]
+
+
+def test_decode_runs_and_punctuation() -> None:
+    text = "Ana Lima , Porto"
+    words = [(0, 3), (4, 8), (9, 10), (11, 16)]
+    p = np.zeros((4, len(TAGS)))
+    p[0, 1] = p[1, 2] = 0.9  # B-PERSON, I-PERSON
+    p[2, 2] = 0.5  # a comma inside the run: trimmed, never a span end
+    p[3, 3] = 0.8  # B-LOCATION
+    p[:, 0] = 1 - p[:, 1:].sum(1)
+    assert decode(text, words, p) == [(0, 8, "PERSON", 0.9), (11, 16, "LOCATION", 0.8)]
+    p2 = p.copy()
+    p2[1] = [0.1, 0.9, 0, 0, 0]  # a second B- starts a second name
+    assert [s[:2] for s in decode(text, words, p2)] == [(0, 3), (4, 8), (11, 16)]
+
+
+def test_head_file_matches_the_encoder() -> None:
+    head = NerHead()
+    assert head.w1.shape[0] == 3 * SentenceEncoder.dim + 9 and head.w2.shape[1] == len(TAGS)
+
+
+def test_spacy_stays_selectable() -> None:
+    det = PiiDetector(model=SPACY_MODEL, cache_size=0)
+    det.load()
+    assert det.features == frozenset() and not det.runs_apart
+    found = det.analyze(["My name is Maria Gonzalez."], 0.5)[0]
+    assert [r.entity_type for r in found] == ["PERSON"]
+
+
+def test_other_language_turns_keep_head_spans_redacted_but_unflagged(pii: PiiDetector) -> None:
+    text = "Vielen Dank, Frau Schneider, wir melden uns morgen aus Hamburg."
+    found = {}
+    for lang in ("de", "en", None):
+        turn = Turn("c", 0, "assistant", text, TS, lang=lang)
+        found[lang] = [f for f in pii.score([ScoringInput(turn, Context())])[0]
+                       if f.label in ("pii.person", "pii.location")]
+    assert found["de"] and all(f.score < 0.5 for f in found["de"])  # still stored redacted
+    assert [f.span for f in found["de"]] == [f.span for f in found["en"]]
+    assert any(f.score >= 0.5 for f in found["en"])  # English (or unknown): as scored
+    assert [(f.span, f.score) for f in found[None]] == [(f.span, f.score) for f in found["en"]]
