@@ -42,8 +42,7 @@ processed, their acknowledgements not counted) and the partition is read again f
 offset at once. The gate never waits for an offset below the committed one: committed means
 processed in order, and faust does not count a repeat below it, so a gate behind the commit
 would hold every later event back and re-read the partition without end. For the same reason a
-partition's gate and commit floor are set in the same step as faust's committed offsets (the
-log starts are asked for before), and start after the events the stages processed meanwhile.
+gate starts after the events the stages processed (acknowledged) while it was unknown.
 Topics whose events are not acknowledged (table changelogs, which may be compacted) keep
 faust's behaviour.
 """
@@ -83,7 +82,6 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
         self._order = OrderGate()  # which fetched events a stage may process now
         self._held: weakref.WeakSet[Message] = weakref.WeakSet()  # held back by admit()
         self._sought: dict[TP, tuple[int, float]] = {}  # last seek admit() made, and when
-        self._log_start: dict[TP, int] = {}  # per partition, asked for by perform_seek
         self._fetched: dict[TP, int] = {}  # the last offset of the fetch getmany hands out
         self._progress: dict[TP, float] = {}  # when an event was last fetched or admitted
         self.rereads = 0  # seek-backs and stall re-reads (/health offset_rereads)
@@ -94,23 +92,17 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
 
     async def seek_to_committed(self) -> Any:
         """faust sets its read offsets from this result without yielding to the fetch loop in
-        between, so the expected offsets, the commit floor and the order gate are set here, in
-        the same step: a partition with nothing committed starts at its log start, which
-        ``perform_seek`` asked for before."""
+        between, so the expected offsets are set here, in the same step."""
         committed = await super().seek_to_committed()
         for tp, offset in committed.items():
-            if not self._contiguous(tp):
-                continue
-            start = offset if offset else self._log_start.get(tp)
-            if start is None:
-                self._expected.pop(tp, None)
-                self._order.forget(tp)
-                continue
-            if not offset:
-                self._floor[tp] = start
-            self._expected[tp] = start
-            self._start_order(tp, start)
-            self._progress[tp] = time.monotonic()
+            if self._contiguous(tp):
+                if offset:
+                    self._expected[tp] = offset
+                    self._start_order(tp, offset)
+                    self._progress[tp] = time.monotonic()
+                else:
+                    self._expected.pop(tp, None)
+                    self._order.forget(tp)
         return committed
 
     def _start_order(self, tp: TP, offset: int) -> None:
@@ -121,21 +113,19 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
             self._order.processed(tp, done)
 
     async def perform_seek(self) -> None:
-        """Seek to the committed offsets (faust), then to the log start where none exists. The
-        log starts are asked for first: asking after seek_to_committed yielded to the stages
-        while their partitions had no gate and no commit floor (the gate then started below
-        what they had processed and committed, and held every later event back for good)."""
-        tps = [tp for tp in self.assignment() if self._contiguous(tp)]
-        starts = dict(await self.earliest_offsets(*tps)) if tps else {}
-        self._log_start = {tp: int(starts.get(tp) or 0) for tp in tps}
+        """Seek to the committed offsets (faust), then to the log start where none exists.
+        Asking for the log starts yields to the stages, which process these partitions without
+        a gate meanwhile: the gate starts after what they processed (it used to start at the
+        log start, below what they had processed and committed, and held every later event
+        back for good)."""
         await super().perform_seek()
-        for tp in [tp for tp in self.assignment()
-                   if self._contiguous(tp) and not self._committed_offset.get(tp)]:
-            start = self._log_start.get(tp)
-            if start is None:  # assigned since the log starts were asked for
-                start = int(dict(await self.earliest_offsets(tp)).get(tp) or 0)
-                self._floor[tp] = start
-                self._start_order(tp, start)
+        uncommitted = [tp for tp in self.assignment()
+                       if self._contiguous(tp) and not self._committed_offset.get(tp)]
+        starts = dict(await self.earliest_offsets(*uncommitted)) if uncommitted else {}
+        for tp in uncommitted:
+            start = int(starts.get(tp) or 0)
+            self._floor[tp] = start
+            self._start_order(tp, start)
             await self.seek(tp, start)
 
     async def seek(self, partition: TP, offset: int) -> None:
@@ -147,7 +137,7 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
     async def on_partitions_revoked(self, revoked: set[TP]) -> None:
         for tp in revoked:
             for state in (self._expected, self._floor, self._stalled, self._sought,
-                          self._log_start, self._progress):
+                          self._progress):
                 state.pop(tp, None)
             self._order.forget(tp)
         await super().on_partitions_revoked(revoked)
