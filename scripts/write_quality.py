@@ -99,7 +99,8 @@ def pii_grouped_cv(results: dict[str, Any]) -> list[str]:
              f"`chatmon eval presidio-synth` on the dev half, {cv['k']} folds grouped by "
              "`template_id`: each fold's thresholds are picked on the other folds' templates and "
              "scored on its own, so no template is both tuned on and scored. The recognizers' "
-             "hand-written cue lists were read off the whole dev half and stay in-sample, so "
+             "hand-written cue lists were read off the whole dev half and stay in-sample (the "
+             "encoder NER head was trained on Faker-filled templates only, never on dev), so "
              "these numbers still overstate recall on new phrasing; the fresh-phrasing check "
              "and what it shows are in `docs/models/pii.md`.", "",
              "| entity | gold spans | recall | precision | F1 |", "|---|---:|---:|---:|---:|",
@@ -109,8 +110,10 @@ def pii_grouped_cv(results: dict[str, Any]) -> list[str]:
         if v["n_gold"] or v["n_pred"]:
             lines.append(f"| {entity} | {v['n_gold']} | {_fmt(v['recall'])} | "
                          f"{_fmt(v['precision'])} | {_fmt(v['f1'])} |")
-    lines += ["", f"Targets (issue 17): grouped recall >= 0.90: {_met(cv['recall'], '>=', 0.90)}; "
-              f"grouped precision >= 0.85: {_met(cv['precision'], '>=', 0.85)}."]
+    lines += ["", f"Targets (issue 28): grouped recall >= 0.92: {_met(cv['recall'], '>=', 0.92)}; "
+              f"grouped precision >= 0.88: {_met(cv['precision'], '>=', 0.88)}. The fresh-phrasing "
+              "set (written after the NER head was frozen; `tests/data/pii_fresh`) is reported "
+              "apart on the model card."]
     return lines
 
 
