@@ -74,6 +74,15 @@ def test_acks_from_an_earlier_generation_do_not_count(
     assert consumer._filter_committable_offsets([TURNS]) == {TURNS: 6}
 
 
+async def delivered(consumer: offsets.ContiguousConsumer) -> list[int]:
+    """The offsets one getmany hands to the stages, recording each as faust's fetch loop does."""
+    out = []
+    async for _tp, msg in consumer.getmany(1.0):
+        consumer._read_offset[TURNS] = msg.offset
+        out.append(msg.offset)
+    return out
+
+
 def test_a_fetch_that_skips_offsets_is_sought_back(
         consumer: offsets.ContiguousConsumer, monkeypatch: pytest.MonkeyPatch) -> None:
     async def fetched(self: Any, timeout: float) -> AsyncIterator[tuple[TP, ConsumerMessage]]:
@@ -84,14 +93,7 @@ def test_a_fetch_that_skips_offsets_is_sought_back(
     asyncio.run(consumer.seek(TURNS, 5))
     consumer.seeks.clear()  # type: ignore[attr-defined]
 
-    async def drain() -> list[int]:
-        out = []
-        async for _tp, msg in consumer.getmany(1.0):
-            consumer._read_offset[TURNS] = msg.offset  # what faust's fetch loop records
-            out.append(msg.offset)
-        return out
-
-    assert asyncio.run(drain()) == [5, 6]
+    assert asyncio.run(delivered(consumer)) == [5, 6]
     assert consumer.seeks == [(TURNS, 7)]  # type: ignore[attr-defined]
     assert consumer._read_offset[TURNS] == 7 and consumer.rereads == 1
 
@@ -205,14 +207,7 @@ def test_records_faust_fetched_but_did_not_deliver_are_read_again(
     asyncio.run(consumer.seek(TURNS, 5))
     consumer.seeks.clear()  # type: ignore[attr-defined]
 
-    async def drain() -> list[int]:
-        out = []
-        async for _tp, msg in consumer.getmany(1.0):
-            consumer._read_offset[TURNS] = msg.offset  # what faust's fetch loop records
-            out.append(msg.offset)
-        return out
-
-    assert asyncio.run(drain()) == [5, 6]
+    assert asyncio.run(delivered(consumer)) == [5, 6]
     assert consumer.seeks == [(TURNS, 7)]  # type: ignore[attr-defined]
     assert consumer.rereads == 1
 

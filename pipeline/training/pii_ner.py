@@ -28,7 +28,6 @@ import argparse
 import datetime
 import os
 import random
-import re
 import sys
 import time
 from pathlib import Path
@@ -37,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from detectors.pii.ner import HEAD_FILE, TAGS, word_features
+from pipeline.training.pii_synth import fill
 
 NAME_LOCALES = ("en_US", "en_GB", "en_IE", "en_AU", "en_IN", "de_DE", "fr_FR", "es_ES", "es_MX",
                 "it_IT", "nl_NL", "pl_PL", "pt_BR", "pt_PT", "sv_SE", "da_DK", "no_NO", "fi_FI",
@@ -272,16 +272,7 @@ def build(n: int, seed: int) -> list[tuple[str, list[tuple[int, int, str]]]]:
     for _ in range(n):
         k = rng.choice((1, 1, 2, 2, 3, 4))
         template = rng.choice((" ", "\n", " ", "  ")).join(segment() for _ in range(k))
-        text, spans, pos = "", [], 0
-        for m in re.finditer(r"\{([A-Z0-9]+)\}", template):
-            text += template[pos:m.start()]
-            entity, make = values[m.group(1)]
-            value = str(make())
-            if entity:
-                spans.append((len(text), len(text) + len(value), entity))
-            text += value
-            pos = m.end()
-        text += template[pos:]
+        text, spans = fill(template, values)
         if rng.random() < 0.08:
             text = text.lower()
         rows.append((text, spans))

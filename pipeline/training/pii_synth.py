@@ -19,6 +19,7 @@ import argparse
 import json
 import random
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -152,20 +153,31 @@ def build(n: int, seed: int = 17, templates: tuple[str, ...] = TEMPLATES) -> lis
     for i in range(n):
         tid = i % len(templates)
         template = templates[tid]
-        text, spans, pos = "", [], 0
-        for m in re.finditer(r"\{([A-Z0-9]+)\}", template):
-            text += template[pos:m.start()]
-            entity, make = values[m.group(1)]
-            value = str(make())
-            if entity:
-                spans.append({"entity_type": entity, "entity_value": value,
-                              "start_position": len(text), "end_position": len(text) + len(value)})
-            text += value
-            pos = m.end()
-        text += template[pos:]
+        text, found = fill(template, values)
+        spans = [{"entity_type": entity, "entity_value": text[start:end],
+                  "start_position": start, "end_position": end}
+                 for start, end, entity in found]
         rows.append({"full_text": text, "masked": template, "spans": spans, "template_id": tid,
                      "metadata": None})
     return rows
+
+
+Values = dict[str, tuple[str | None, Callable[[], object]]]
+
+
+def fill(template: str, values: Values) -> tuple[str, list[tuple[int, int, str]]]:
+    """The template with each ``{SLOT}`` replaced by its maker's value, in order, and the
+    (start, end, entity) of every value whose slot names an entity (None: context only)."""
+    text, spans, pos = "", [], 0
+    for m in re.finditer(r"\{([A-Z0-9]+)\}", template):
+        text += template[pos:m.start()]
+        entity, make = values[m.group(1)]
+        value = str(make())
+        if entity:
+            spans.append((len(text), len(text) + len(value), entity))
+        text += value
+        pos = m.end()
+    return text + template[pos:], spans
 
 
 def main() -> None:
