@@ -95,8 +95,12 @@ class FeatureExtractor:
         onnx = self.encoder is not None and self.encoder.backend == "onnx-int8"
         state_texts = [item.turn.text for item, w in zip(batch, wanted, strict=True)
                        if onnx and TOKEN_STATES in w]
-        encoded, states = (self.encoder.encode_with_states(texts, state_texts)
-                           if self.encoder is not None and (texts or state_texts) else ([], []))
+        encoded: Any = []
+        states: list[Any] = []
+        if self.encoder is not None and state_texts:
+            encoded, states = self.encoder.encode_with_states(texts, state_texts)
+        elif self.encoder is not None and texts:
+            encoded = self.encoder.encode(texts)
         vectors, token_states = iter(encoded), iter(states)
         for item, w, sp, f in zip(batch, wanted, spans, feats, strict=True):
             if onnx and TOKEN_STATES in w:

@@ -63,6 +63,14 @@ def probe(env: dict[str, str], bot_url: str, suite: Path, *args: str) -> tuple[R
         raise AssertionError(res.output) from None
 
 
+def stored_conversations(env: dict[str, str]) -> int:
+    try:
+        return int(rows(env["CHATMON_DATABASE_URL"],
+                        "select count(distinct conversation_id) from turns")[0][0])
+    except Exception:  # the store is not created yet
+        return 0
+
+
 def rows(url: str, sql: str) -> list[Any]:
     engine = create_engine(url)
     with engine.connect() as conn:
@@ -222,7 +230,11 @@ def test_ctrl_c_keeps_what_is_stored_and_a_second_run_resumes(tmp_path, env) -> 
         deadline = time.monotonic() + 120
         while len(slow_bot.requests) < 3 and time.monotonic() < deadline:  # "slow0" is asked
             time.sleep(0.1)
-        time.sleep(0.5)
+        # a and b are stored by a thread beside the conversations (the first store also loads
+        # the redaction models): interrupt once both are in the store, while slow0 is awaited
+        while time.monotonic() < deadline and stored_conversations(env) < 2:
+            time.sleep(0.2)
+        assert len(slow_bot.requests) == 3  # still awaiting slow0's reply
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err[-2000:]
