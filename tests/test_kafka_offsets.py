@@ -9,7 +9,6 @@ the broker-facing calls (the fetch, seek and assignment) are replaced by recorde
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -74,15 +73,6 @@ def test_acks_from_an_earlier_generation_do_not_count(
     assert consumer._filter_committable_offsets([TURNS]) == {TURNS: 6}
 
 
-async def delivered(consumer: offsets.ContiguousConsumer) -> list[int]:
-    """The offsets one getmany hands to the stages, recording each as faust's fetch loop does."""
-    out = []
-    async for _tp, msg in consumer.getmany(1.0):
-        consumer._read_offset[TURNS] = msg.offset
-        out.append(msg.offset)
-    return out
-
-
 def test_a_fetch_that_skips_offsets_is_sought_back(
         consumer: offsets.ContiguousConsumer, monkeypatch: pytest.MonkeyPatch) -> None:
     async def fetched(self: Any, timeout: float) -> AsyncIterator[tuple[TP, ConsumerMessage]]:
@@ -93,7 +83,14 @@ def test_a_fetch_that_skips_offsets_is_sought_back(
     asyncio.run(consumer.seek(TURNS, 5))
     consumer.seeks.clear()  # type: ignore[attr-defined]
 
-    assert asyncio.run(delivered(consumer)) == [5, 6]
+    async def drain() -> list[int]:
+        out = []
+        async for _tp, msg in consumer.getmany(1.0):
+            consumer._read_offset[TURNS] = msg.offset  # what faust's fetch loop records
+            out.append(msg.offset)
+        return out
+
+    assert asyncio.run(drain()) == [5, 6]
     assert consumer.seeks == [(TURNS, 7)]  # type: ignore[attr-defined]
     assert consumer._read_offset[TURNS] == 7 and consumer.rereads == 1
 
@@ -138,113 +135,3 @@ def test_events_behind_a_missing_offset_are_held_back_and_read_again(
     for m in again:
         consumer.ack(m)
     assert consumer._filter_committable_offsets([TURNS]) == {TURNS: 14}
-
-
-def test_the_gate_never_waits_for_offsets_below_the_committed_one(
-        consumer: offsets.ContiguousConsumer) -> None:
-    """The gate started at the log start while the partition's first events were processed and
-    committed (every detector on, a SIGKILLed worker's partitions taken over: stage 2 read a
-    phrases partition from offset 0 again and again). Repeats below the committed offset are
-    not counted, so a gate waiting for them held every later event back for good."""
-    consumer._order.start(TURNS, 0)
-    consumer._committed_offset[TURNS] = 26
-    again = [message(offset) for offset in range(26)]
-    assert all(asyncio.run(consumer.admit(again)))  # repeats are idempotent
-    for m in again:
-        assert consumer.ack(m) is False  # faust does not count offsets below the committed one
-    assert asyncio.run(consumer.admit([message(26), message(27)])) == [True, True]
-    assert consumer.seeks == []  # type: ignore[attr-defined]
-
-
-def test_events_processed_while_the_log_start_is_asked_for_stay_processed(
-        consumer: offsets.ContiguousConsumer, monkeypatch: pytest.MonkeyPatch) -> None:
-    """perform_seek on a partition with nothing committed asks the broker for its log start; a
-    stage processes a batch meanwhile. The gate must not start below that batch (it held the
-    events after it back and re-read the partition without end)."""
-    async def nothing_committed(self: Any) -> dict[TP, int | None]:
-        return {TURNS: None}
-
-    monkeypatch.setattr(offsets.faust_aiokafka.Consumer, "seek_to_committed", nothing_committed)
-    batch = [message(offset) for offset in range(26)]
-
-    async def earliest_offsets(*tps: TP) -> dict[TP, int]:
-        if batch:  # the event loop runs a stage while the broker answers
-            assert all(await consumer.admit(batch))
-            for m in batch:
-                assert consumer.ack(m)
-            batch.clear()
-        return {tp: 0 for tp in tps}
-
-    consumer.earliest_offsets = earliest_offsets  # type: ignore[method-assign,assignment]
-    asyncio.run(consumer.perform_seek())
-    assert consumer.seeks == [(TURNS, 0)]  # type: ignore[attr-defined]  # 0-25 again: repeats
-    assert consumer._order.done[TURNS] == 26
-    assert asyncio.run(consumer.admit([message(26)])) == [True]
-    assert consumer._filter_committable_offsets([TURNS]) == {TURNS: 26}
-
-
-def test_records_faust_fetched_but_did_not_deliver_are_read_again(
-        consumer: offsets.ContiguousConsumer, monkeypatch: pytest.MonkeyPatch) -> None:
-    """faust's fetch loop drops the rest of a fetch when flow stops or the generation changes,
-    and the records of a partition paused meanwhile, after the fetch position moved past them.
-    At the end of a stream no later record shows the hole: the partition stalled with lag (17
-    turns never stored with every detector, the survivor of a SIGKILL holding the partitions)."""
-    class Record:
-        def __init__(self, offset: int) -> None:
-            self.offset = offset
-
-    async def wait_next_records(self: Any, timeout: float) -> tuple[Any, Any]:
-        return {TURNS: [Record(o) for o in range(5, 10)]}, {TURNS}
-
-    async def fetched(self: Any, timeout: float) -> AsyncIterator[tuple[TP, ConsumerMessage]]:
-        await self._wait_next_records(timeout)
-        for offset in (5, 6):  # then the partition is paused: 7-9 are dropped
-            yield TURNS, message(offset)
-
-    monkeypatch.setattr(offsets.faust_aiokafka.Consumer, "_wait_next_records",
-                        wait_next_records)
-    monkeypatch.setattr(offsets.faust_aiokafka.Consumer, "getmany", fetched)
-    asyncio.run(consumer.seek(TURNS, 5))
-    consumer.seeks.clear()  # type: ignore[attr-defined]
-
-    assert asyncio.run(delivered(consumer)) == [5, 6]
-    assert consumer.seeks == [(TURNS, 7)]  # type: ignore[attr-defined]
-    assert consumer.rereads == 1
-
-
-def test_a_partition_with_events_that_never_reach_a_stage_is_read_again(
-        consumer: offsets.ContiguousConsumer) -> None:
-    """Events beyond the ones processed exist (the fetch highwater says so), yet none was
-    fetched or reached a stage for ``idle_s``: whatever dropped them, nothing later would show
-    the hole, so the partition is read again from the first offset not processed."""
-    consumer._order.start(TURNS, 10)
-    consumer.highwater = lambda tp: 10  # type: ignore[method-assign,assignment]
-    asyncio.run(consumer._reread_idle(100.0))
-    asyncio.run(consumer._reread_idle(100.0 + 2 * consumer.idle_s))
-    assert consumer.seeks == []  # type: ignore[attr-defined]  # nothing beyond offset 10
-    consumer.highwater = lambda tp: 17  # type: ignore[method-assign,assignment]
-    consumer._progress[TURNS] = 200.0
-    asyncio.run(consumer._reread_idle(200.0 + consumer.idle_s - 1))
-    assert consumer.seeks == []  # type: ignore[attr-defined]
-    asyncio.run(consumer._reread_idle(200.0 + consumer.idle_s))
-    assert consumer.seeks == [(TURNS, 10)]  # type: ignore[attr-defined]
-    assert consumer.rereads == 1
-    assert asyncio.run(consumer.admit([message(10)])) == [True]  # it arrives: progress
-    asyncio.run(consumer._reread_idle(time.monotonic() + consumer.idle_s - 1))
-    assert consumer.seeks == [(TURNS, 10)]  # type: ignore[attr-defined]
-
-
-def test_no_idle_re_read_while_the_stage_has_a_batch_in_hand(
-        consumer: offsets.ContiguousConsumer) -> None:
-    """A batch waiting for the store (or a slow one) holds the events queued behind it: the
-    partition is not idle then, whatever the clock says."""
-    consumer._order.start(TURNS, 10)
-    consumer.highwater = lambda tp: 17  # type: ignore[method-assign,assignment]
-    in_hand = message(10)
-    consumer._unacked_messages.add(in_hand)  # what the stream does when a stage takes it
-    consumer._progress[TURNS] = 200.0
-    asyncio.run(consumer._reread_idle(200.0 + 2 * consumer.idle_s))
-    assert consumer.seeks == []  # type: ignore[attr-defined]
-    consumer.ack(in_hand)  # processed: 11 is the first offset not processed
-    asyncio.run(consumer._reread_idle(200.0 + 2 * consumer.idle_s))
-    assert consumer.seeks == [(TURNS, 11)]  # type: ignore[attr-defined]

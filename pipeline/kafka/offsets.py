@@ -23,15 +23,8 @@ partition's fetched records and seeks back to the expected offset; it withholds 
 the head offset is unacknowledged, and reads the partition again from that offset when it is
 still missing ``stall_s`` after later ones were processed; it does not count acknowledgements
 of events fetched in an earlier generation (faust acknowledges the stale events it skips); and
-it seeks partitions without a committed offset to the start of the log. faust's fetch loop also
-drops fetched records without a trace: all of a fetch that returns while flow is stopped, the
-rest of one when the generation changes, and records of a partition paused meanwhile (around a
-rebalance), after the fetch position moved past them; at the end of a stream nothing later shows
-the hole and the partition stalls with lag. So a partition is sought back to the first offset
-not delivered when a fetch held records of it that were not handed over, and read again from
-the first offset not processed when the fetch highwater is beyond that but nothing of it was
-fetched or reached an idle stage for ``idle_s``. Events are re-read, never skipped: writes are
-idempotent, so a re-read costs time, not correctness.
+it seeks partitions without a committed offset to the start of the log. Events are re-read,
+never skipped: writes are idempotent, so a re-read costs time, not correctness.
 
 Order matters too: a conversation's context is built turn by turn, so a turn processed before
 the one ahead of it in its partition would see a shorter history. faust's stream drops events
@@ -39,12 +32,8 @@ fetched while flow was stopped or in an earlier generation (around a rebalance) 
 anyone; the events behind them reach the agent. ``admit`` therefore lets a stage process a
 partition's events only in offset order: events behind a missing offset are held back (not
 processed, their acknowledgements not counted) and the partition is read again from the missing
-offset at once. The gate never waits for an offset below the committed one: committed means
-processed in order, and faust does not count a repeat below it, so a gate behind the commit
-would hold every later event back and re-read the partition without end. For the same reason a
-gate starts after the events the stages processed (acknowledged) while it was unknown.
-Topics whose events are not acknowledged (table changelogs, which may be compacted) keep
-faust's behaviour.
+offset at once. Topics whose
+events are not acknowledged (table changelogs, which may be compacted) keep faust's behaviour.
 """
 
 from __future__ import annotations
@@ -71,9 +60,6 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
     stall_s = 5.0
     # ``admit`` seeks a partition back to the same offset at most this often.
     reseek_s = 1.0
-    # How long a partition with events beyond the ones processed may go without any of them
-    # fetched or reaching a stage before it is read again from the first one not processed.
-    idle_s = 15.0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._expected: dict[TP, int] = {}  # next offset to deliver, per acknowledged partition
@@ -82,8 +68,6 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
         self._order = OrderGate()  # which fetched events a stage may process now
         self._held: weakref.WeakSet[Message] = weakref.WeakSet()  # held back by admit()
         self._sought: dict[TP, tuple[int, float]] = {}  # last seek admit() made, and when
-        self._fetched: dict[TP, int] = {}  # the last offset of the fetch getmany hands out
-        self._progress: dict[TP, float] = {}  # when an event was last fetched or admitted
         self.rereads = 0  # seek-backs and stall re-reads (/health offset_rereads)
         super().__init__(*args, **kwargs)
 
@@ -98,26 +82,14 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
             if self._contiguous(tp):
                 if offset:
                     self._expected[tp] = offset
-                    self._start_order(tp, offset)
-                    self._progress[tp] = time.monotonic()
+                    self._order.start(tp, offset)
                 else:
                     self._expected.pop(tp, None)
                     self._order.forget(tp)
         return committed
 
-    def _start_order(self, tp: TP, offset: int) -> None:
-        """Order the partition from ``offset``; events the stages processed while its gate was
-        unknown (acknowledged, not yet committed) stay processed."""
-        self._order.start(tp, offset)
-        for done in self._acked.get(tp) or ():
-            self._order.processed(tp, done)
-
     async def perform_seek(self) -> None:
-        """Seek to the committed offsets (faust), then to the log start where none exists.
-        Asking for the log starts yields to the stages, which process these partitions without
-        a gate meanwhile: the gate starts after what they processed (it used to start at the
-        log start, below what they had processed and committed, and held every later event
-        back for good)."""
+        """Seek to the committed offsets (faust), then to the log start where none exists."""
         await super().perform_seek()
         uncommitted = [tp for tp in self.assignment()
                        if self._contiguous(tp) and not self._committed_offset.get(tp)]
@@ -125,19 +97,17 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
         for tp in uncommitted:
             start = int(starts.get(tp) or 0)
             self._floor[tp] = start
-            self._start_order(tp, start)
+            self._order.start(tp, start)
             await self.seek(tp, start)
 
     async def seek(self, partition: TP, offset: int) -> None:
         await super().seek(partition, offset)
         if self._contiguous(partition):
             self._expected[partition] = offset
-            self._progress[partition] = time.monotonic()
 
     async def on_partitions_revoked(self, revoked: set[TP]) -> None:
         for tp in revoked:
-            for state in (self._expected, self._floor, self._stalled, self._sought,
-                          self._progress):
+            for state in (self._expected, self._floor, self._stalled, self._sought):
                 state.pop(tp, None)
             self._order.forget(tp)
         await super().on_partitions_revoked(revoked)
@@ -172,28 +142,7 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
                 continue
             if read is None or offset >= read:  # faust delivers it (it drops older offsets)
                 self._expected[tp] = offset + 1
-            self._progress[tp] = time.monotonic()
             yield tp, message
-        fetched, self._fetched = self._fetched, {}
-        for tp, last in fetched.items() if not self.should_stop else ():
-            expected = self._expected.get(tp)
-            if tp in rewound or expected is None or last < expected \
-                    or tp not in self.assignment():
-                continue
-            # faust's loop fetched these and handed them to nobody: it drops the rest of a fetch
-            # when flow stops or the generation changes, and the records of a partition paused
-            # meanwhile. The fetch position is past them, so at the end of a stream nothing
-            # later would ever show the hole.
-            self.rereads += 1
-            log.warning("%s[%d]: offsets %d-%d were fetched but not delivered; reading again "
-                        "from %d", tp.topic, tp.partition, expected, last, expected)
-            await self.seek(tp, expected)
-
-    async def _wait_next_records(self, timeout: float) -> Any:
-        records, active = await super()._wait_next_records(timeout)
-        self._fetched = {tp: max(r.offset for r in recs) for tp, recs in (records or {}).items()
-                         if recs and self._contiguous(tp)}
-        return records, active
 
     def ack(self, message: Message) -> bool:
         """Count an event as done only in the generation that fetched it. faust acknowledges
@@ -215,20 +164,12 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
         order from the first offset not yet processed (earlier ones too: a repeat is
         idempotent). The rest are held back, their acknowledgements not counted, and the
         partition is sought back to the missing offset, so they come again after it."""
-        batch = [(m.tp, m.offset) for m in messages if self._contiguous(m.tp)]
-        for tp in {tp for tp, _ in batch}:
-            # Offsets below the committed one were processed, in order (by this worker or the
-            # partition's previous owner); their repeats are not counted, so the gate would
-            # wait for them for ever.
-            committed = self._committed_offset.get(tp)
-            if committed is not None:
-                self._order.catch_up(tp, committed)
-        keep, gaps = self._order.split(batch)
+        keep, gaps = self._order.split(
+            [(m.tp, m.offset) for m in messages if self._contiguous(m.tp)])
         flags = iter(keep)
         out = [next(flags) if self._contiguous(m.tp) else True for m in messages]
         self._held.update(m for m, ok in zip(messages, out, strict=True) if not ok)
         now = time.monotonic()
-        self._progress.update((tp, now) for tp, _ in batch)
         for tp, offset in gaps.items():
             if self._sought.get(tp, (None, 0.0))[0] == offset and \
                     now - self._sought[tp][1] < self.reseek_s:
@@ -277,31 +218,6 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
                 log.warning("%s[%d]: offset %d was never processed while later ones were; "
                             "reading again from it", tp.topic, tp.partition, head)
                 await self.seek(tp, head)
-        await self._reread_idle(now)
-
-    async def _reread_idle(self, now: float) -> None:
-        """Read a partition again from the first offset not processed when later events exist
-        (the fetch highwater is beyond it) but none was fetched or reached a stage for
-        ``idle_s`` while the topic's stage had no batch in hand (a batch that waits for the
-        store holds the events queued behind it): they were dropped between broker and stage,
-        and nothing later came to show the hole (the end of a stream)."""
-        busy = {m.topic for m in list(self._unacked_messages) if not m.acked}
-        for tp in list(self.assignment()):
-            done = self._order.done.get(tp)
-            if done is None or not self._contiguous(tp) or tp.topic in busy:
-                continue
-            try:
-                highwater = self.highwater(tp)
-            except (AssertionError, AttributeError):  # revoked meanwhile (aiokafka asserts)
-                continue
-            since = self._progress.setdefault(tp, now)
-            if highwater is None or highwater <= done or now - since < self.idle_s:
-                continue
-            self._progress[tp] = now
-            self.rereads += 1
-            log.warning("%s[%d]: offsets %d-%d never reached a stage; reading again from %d",
-                        tp.topic, tp.partition, done, highwater - 1, done)
-            await self.seek(tp, done)
 
     async def _add_gap(self, tp: TP, offset_from: int, offset_to: int) -> None:
         if self._contiguous(tp):
@@ -328,18 +244,6 @@ class OrderGate:
     def forget(self, tp: TP) -> None:
         self.done.pop(tp, None)
         self._ahead.pop(tp, None)
-
-    def catch_up(self, tp: TP, offset: int) -> None:
-        """Every offset below ``offset`` is processed (it is committed)."""
-        done = self.done.get(tp)
-        if done is None or offset <= done:
-            return
-        ahead = {o for o in self._ahead.get(tp, ()) if o >= offset}
-        while offset in ahead:
-            ahead.discard(offset)
-            offset += 1
-        self.done[tp] = offset
-        self._ahead[tp] = ahead
 
     def processed(self, tp: TP, offset: int) -> None:
         done = self.done.get(tp)

@@ -5,11 +5,8 @@ host processes, with its settings: the repetition detector, whose two stages bot
 
 With every default detector, batches of up to 5 s and a 10 s session timeout, the same kill
 left a partition stalled after the survivor took it over (41 of 320 turns never stored), or
-stage 2 re-reading the phrases topic without end, in 3 of 5 runs on tansu. The cause was the
-worker's order gate starting below the committed offset of a partition taken over with nothing
-committed (pipeline/kafka/offsets.py, docs/kafka_offsets.md); it is fixed, and tests/kafka's
-SIGKILL test now runs every default detector on host processes. This image test keeps the
-repetition detector (its two stages both run) and was not re-run with every detector."""
+stage 2 re-reading the phrases topic without end, in 3 of 5 runs on tansu: a Kafka worker
+defect reported with issue 30, not something this image test can settle."""
 
 from __future__ import annotations
 
