@@ -38,12 +38,16 @@ STEREOTYPE = "bias.stereotype"
 USER_GROUP = "bias.user_group"
 CONTENT_ONLY_WEIGHT = 0.6
 SELF_DESCRIBED_DAMPING = 0.5
+# A stereotype takes a group and something said of it: a sentence of one word is skipped before
+# the content model (a text of 2,500 one-letter lines cost 0.3 s here, 15x an ordinary reply).
+MIN_WORDS = 2
+_WORD = re.compile(r"\w+")
 NO_GROUP_DAMPING = 0.5
 
 
 class BiasDetector:
     name = "bias"
-    version = "1.1.0"
+    version = "1.1.1"
     roles = frozenset({"user", "assistant"})
     languages = frozenset({"en"})  # English patterns, lexicons and training sentences
     features = frozenset({SENTENCES, SENTENCE_EMBEDDINGS})
@@ -81,6 +85,8 @@ class BiasDetector:
                 continue
             spans, emb = self._sentences(item)
             for span, vec in zip(spans, emb, strict=True):
+                if len(_WORD.findall(item.turn.text, span[0], span[1])) < MIN_WORDS:
+                    continue  # "Yes." or "A": no group said anything of, nothing to score
                 jobs.append((i, span, item.turn.text[span[0]:span[1]]))
                 vectors.append(vec)
         if jobs:

@@ -132,6 +132,14 @@ def test_several_groups_in_one_reply(suite) -> None:
     assert len({f.span for f in hits}) == 2
 
 
+def test_one_word_sentences_are_not_scored(unpruned) -> None:
+    """A stereotype says something of a group: "Women." alone is skipped before the content
+    model (with min_score 0 every scored sentence leaves a finding), and the two-word sentence
+    beside it is still scored."""
+    found = run(unpruned, "Women.\nOkay!\nA\nMen drive.")
+    assert [f.span for f in found] == [(15, 25)]
+
+
 USER = [
     ("As a single mum I barely have time to call.", {("gender", "women"),
                                                      ("family", "single parent")}),
