@@ -195,8 +195,9 @@ class PipelineMetrics:
                                       "reported (or estimated where it did not).", ["model"],
                                       registry=r)
         self.judge_pairs_c = Counter(_name(JUDGE_PAIRS), "Judged replies that also have the "
-                                     "rubric's classifier finding; agree=true when both flag or "
-                                     "neither does.", ["label", "bot", "agree"], registry=r)
+                                     "rubric's classifier finding; agree=true when they agree on "
+                                     "the rubric's scale (the same level, or within one on "
+                                     "scales of five or more).", ["label", "bot", "agree"], registry=r)
 
     def add_listener(self, listener: Listener) -> None:
         self.listeners.append(listener)
@@ -221,8 +222,9 @@ class PipelineMetrics:
             self.judge_tokens_c.labels(model=model).inc(tokens)
 
     def judged(self, label: str, source: str, bot: str | None, agree: bool | None) -> None:
-        """One judge.* finding stored; ``agree``: whether it agrees with the classifier's flag
-        (None: the turn has no finding of the rubric's classifier label)."""
+        """One judge.* finding stored; ``agree``: whether it agrees with the classifier's finding
+        on the rubric's scale (``pipeline.judge.agreement.agrees``; None: the turn has no
+        finding of the rubric's classifier label)."""
         self.judge_verdicts_c.labels(label=label, source=source).inc()
         if agree is not None:
             self.judge_pairs_c.labels(label=label, bot=self.bots(bot),
