@@ -71,6 +71,71 @@ _TAIL = re.compile(
     r"(?=[ \t]*(?:$|[,.;!?)]))", re.MULTILINE)
 
 
+_MONTHS = ("jan|january|feb|february|mar|march|apr|april|may|jun|june|jul|july|aug|august|"
+           "sep|sept|september|oct|october|nov|november|dec|december")
+NO_TYPE = "number, name (no street type)"
+# A name word: capitalised and then lower-case (not "GB", "PM"), at most 40 letters.
+_NAME = (r"(?!(?i:apt|apartment|suite|unit|flat|floor|bldg|building)\b)"
+         r"\p{Lu}\p{Ll}[\p{L}\p{M}'’\-]{1,39}")
+# Words a house number may follow; a number after any other word ("iPhone 15 Pro", "buy 2
+# Large") is not taken without a street type.
+_NO_TYPE_BEFORE = r"\b(?:to|at|is|was|it'?s|it’s|from|in|address)"
+# Evidence for a NO_TYPE candidate: a place, postcode or unit after it, a unit before it, or an
+# address cue right before it ("live at", "deliver to", "my address is", "send it to").
+_NOT_NAMES = re.compile(
+    rf"(?i:{_MONTHS}|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun|(?:mon|tues|wednes|thurs|fri|"
+    r"satur|sun)day)|(?i:large|small|medium|regular|pro|max|"
+    r"plus|mini|ultra|lite|edition|items?|units?|pieces?|pcs|packs?|people|persons?|adults?|"
+    r"kids|children|friends|colleagues|guests|members|customers|users|staff|days?|hours?|minutes?|mins?|weeks?|months?|years?|nights?|stars?|tickets?|"
+    r"seats?|bags?|boxes|bottles?|cups?|slices?|inches|feet|miles|percent|dollars?|euros?|"
+    r"pounds?|points?|gb|tb|mb|gbps|mbps)")
+_TO_BEFORE = re.compile(r"(?i:\bto)[ \t]*$")
+_PLACE_AFTER = re.compile(r"[ \t]*(?:,|[ \t]in\b)[ \t]*")
+_POSTCODE_AFTER = re.compile(
+    r"[ \t]*,?[ \t]*(?:\p{Lu}[\p{L}\p{M}'’\-]{1,39}[ \t]*,?[ \t]+)?"
+    r"(?:\p{Lu}{1,2}\d[\dA-Z]?[ \t]?\d\p{Lu}{2}|\d{4,5}(?:-\d{4})?)\b")
+_UNIT_AFTER = re.compile(rf"[ \t]*,?[ \t]*(?:{UNIT}|#)[ \t]*#?[ \t]*\d")
+_UNIT_BEFORE = re.compile(rf"(?:{UNIT}|(?i:house|block))[ \t]*#?[ \t]*\w{{1,5}}[ \t]*,?[ \t]*$")
+_CUE_BEFORE = re.compile(
+    r"(?i:\b(?:live[sd]?|living|moved|staying|go(?:es|ing)?|went|head(?:ed|ing)?|"
+    r"deliver(?:ed)?|ship(?:ped)?|send|sent|post(?:ed)?|"
+    r"mail(?:ed)?|forward(?:ed)?|collect|return(?:ed)?)(?:[ \t]+(?:it|them|this|that|these|"
+    r"everything|over|back))?[ \t]+(?:to|at|from)|\baddress(?:[ \t]+(?:is|was))?|"
+    r"\b(?:i'?m|i’m|we'?re|we’re|i[ \t]+am|we[ \t]+are)[ \t]+at)[ \t]*:?[ \t]*$")
+
+
+def _no_type_evidence(text: str, r: RecognizerResult, places: list[tuple[int, int]]) -> bool:
+    """Whether "41 Kinloch" is an address: not a date or quantity, and an address cue before it
+    ("live at", "send it to"), a unit before or after it, or a place (the NER's) or a postcode
+    after a comma, which the span then takes in. Without evidence it is dropped."""
+    if any(_NOT_NAMES.fullmatch(w) for w in re.findall(r"[\p{L}\p{M}'’\-]+",
+                                                       text[r.start:r.end])):
+        return False
+    before = text[max(0, r.start - 40):r.start]
+    if not _CUE_BEFORE.search(before):
+        if _TO_BEFORE.search(before):  # "upgraded to 14 Sonoma, London": "to" needs a cue
+            return False
+        place = _PLACE_AFTER.match(text, r.end)
+        end = next((e for s, e in places if place and s == place.end()), None)
+        if end is None and (postcode := _POSTCODE_AFTER.match(text, r.end)):
+            end = postcode.end()
+        if end is not None:
+            r.end = end
+        elif not (_UNIT_AFTER.match(text, r.end) or _UNIT_BEFORE.search(before)):
+            return False
+    return True
+
+
+def _places(nlp_artifacts: Any) -> list[tuple[int, int]]:
+    """The NER's place spans (the encoder head's LOCATION, spaCy's GPE/LOC)."""
+    ents = getattr(nlp_artifacts, "entities", None) or ()
+    return [(e.start_char, e.end_char) for e in ents if e.label_ in ("LOCATION", "GPE", "LOC")]
+
+
+def _pattern(r: RecognizerResult) -> str:
+    return getattr(r.analysis_explanation, "pattern_name", "") or ""
+
+
 class StreetAddressRecognizer(WindowContextMixin, ChatPatternRecognizer):
     """Scores: full street lines 0.5-0.7, bare "Name 12" 0.15 (needs an address context word),
     units alone 0.3; a merged block gets +0.1 per extra piece or tail line."""
@@ -116,6 +181,10 @@ class StreetAddressRecognizer(WindowContextMixin, ChatPatternRecognizer):
                 rf"\b(?:USNS|USNV|USS|USCGC)[ \t]+{_CAP}(?:[ \t]+{_CAP})?\s*"
                 r"FPO[ \t]+A[AEP][ \t]+\d{5}",
                 0.7),
+        # "41 Kinloch", "230 Kingsmead": no street word, so kept only with evidence (below).
+        Pattern(NO_TYPE, rf"(?<![\w.,])(?=\d)(?<=(?:^|[\n,:;(]|(?<![\p{{L}}\p{{M}}'’])"
+                rf"(?i:{_NO_TYPE_BEFORE}))[ \t]{{0,8}})\d{{1,5}}[A-Za-z]?"
+                rf"(?:[ \t]{{1,4}}{_NAME}){{1,3}}(?![\p{{L}}\p{{M}}\d])", 0.5),
         Pattern("corner of",
                 rf"(?i:corner of)[ \t]+(?:{_WORD}[ \t]+|\d{{1,5}}[ \t]+){{1,4}}?(?i:and|&)[ \t]+"
                 rf"(?:{_WORD}[ \t]+){{0,3}}{_WORD}", 0.5),
@@ -138,8 +207,11 @@ class StreetAddressRecognizer(WindowContextMixin, ChatPatternRecognizer):
                 regex_flags: int | None = None) -> list[RecognizerResult]:
         if not (_HINT.search(text) or self._KEYWORDS.search(text)):
             return []  # cheap skip: every pattern needs a digit or a street word
+        places = _places(nlp_artifacts)
         results = sorted((r for r in super().analyze(text, entities, nlp_artifacts, regex_flags)
-                          if not _time_price_or_date(text, r.start, r.end)),
+                          if not _time_price_or_date(text, r.start, r.end)
+                          and (_pattern(r) != NO_TYPE
+                               or _no_type_evidence(text, r, places))),
                          key=lambda r: (r.start, -r.end))
         merged: list[tuple[RecognizerResult, int]] = []
         for r in results:
@@ -159,8 +231,6 @@ class StreetAddressRecognizer(WindowContextMixin, ChatPatternRecognizer):
         return self._boost(text, out)
 
 
-_MONTHS = ("jan|january|feb|february|mar|march|apr|april|may|jun|june|jul|july|aug|august|"
-           "sep|sept|september|oct|october|nov|november|dec|december")
 _MONTH_NUMBER = re.compile(rf"(?i:{_MONTHS})\.?[ \t]+\d")
 _LEADING = re.compile(r"\d+")
 _TRAILING = re.compile(r"\d+$")

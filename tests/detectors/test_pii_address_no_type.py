@@ -1,0 +1,84 @@
+"""Street addresses without a street-type word ("41 Kinloch, Dundee"): the recognizer's
+"number, name (no street type)" pattern keeps a candidate only with evidence (a place the NER
+tags or a postcode after a comma, a unit next to it, an address cue before it). Sentences
+written here, positives and near misses, through the whole detector."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+
+from detectors.base import Context, ScoringInput, Turn
+from detectors.pii.detector import PiiDetector
+from pipeline.policy import is_flagged
+
+TS = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def pii() -> Iterator[PiiDetector]:
+    det = PiiDetector(cache_size=0)
+    det.load()
+    yield det
+
+
+def _addresses(det: PiiDetector, text: str, flagged: bool = True) -> list[str]:
+    """STREET_ADDRESS spans: flagged ones, or (``flagged=False``) every stored one, which the
+    redaction stage masks."""
+    item = ScoringInput(Turn("c", 0, "user", text, TS), Context())
+    return [text[f.span[0]:f.span[1]] for f in det.score([item])[0]
+            if f.span is not None and f.evidence["entity"] == "STREET_ADDRESS"
+            and (not flagged or is_flagged(f.label, f.score))]
+
+
+@pytest.mark.parametrize(("text", "addresses"), [
+    # a place after the comma (the NER's)
+    ("ok the parcel goes to 12 Meadowbank, Perth", ["12 Meadowbank, Perth"]),
+    ("9 Ashgrove, Leeds is where it should have gone", ["9 Ashgrove, Leeds"]),
+    ("was it at 21 Brackenfield, Stockport or at 21 Brackenfield, Bolton?", [
+        "21 Brackenfield, Stockport", "21 Brackenfield, Bolton"]),
+    # a postcode after it
+    ("the old one was 31 Cullinan, BT7 1NN", ["31 Cullinan, BT7 1NN"]),
+    # a unit before or after it
+    ("Flat 4, 19 Albion, Hove", ["Flat 4, 19 Albion, Hove"]),
+    ("it's 4410 Linden Apt 2 on the label", ["4410 Linden Apt 2"]),
+    ("Unit 3, 58 Greenhithe please", ["Unit 3, 58 Greenhithe"]),
+    # an address cue before it
+    ("can you deliver to 27 Ravenscroft tomorrow", ["27 Ravenscroft"]),
+    ("I live at 6 Tanners Reach now", ["6 Tanners Reach"]),
+    ("my address is 140 Belvoir", ["140 Belvoir"]),
+    ("please send it to 8 Kilmaine instead", ["8 Kilmaine"]),
+    ("collect from 15 Birchwood after five", ["15 Birchwood"]),
+    # two in one text
+    ("ship to 3 Lowther, Carlisle, not 5 Lowther", ["3 Lowther, Carlisle"]),
+])
+def test_addresses_without_a_street_type(pii: PiiDetector, text: str,
+                                         addresses: list[str]) -> None:
+    assert _addresses(pii, text) == addresses
+
+
+@pytest.mark.parametrize("text", [
+    # quantities, products, versions, prices, dates, order numbers, times: a number and a
+    # capitalised word, some with a place or a cue nearby, none an address
+    "I ordered 2 Large, 1 Small and a side of fries",
+    "can you send 2 Medium, 3 Regular to the table",
+    "The iPhone 15, Pro and Pro Max are back in stock",
+    "my iphone 15 Pro, bought in Leeds, will not charge",
+    "we upgraded to 14 Sonoma, London office first",
+    "the galaxy 24 Ultra, Manchester store had none",
+    "it was shipped on 12 March, Dublin time",
+    "deliver to 3 Friends and 2 Colleagues please",
+    "order 4471 Shipped, Glasgow depot",
+    "it was ticket 55102 Resolved, Cardiff team",
+    "it's 3 Pounds, London prices are mad",
+    "the meeting moved to 10 Tuesday, Berlin",
+    "we're at 40 Percent, Madrid is next",
+    "I paid 30 Euros at the Club yesterday",
+    "see chapter 12 Summary, Oxford edition",
+    "version 2 Beta, Berlin build is broken",
+    "send it to 4 People in Bristol",
+])
+def test_near_misses_are_not_addresses(pii: PiiDetector, text: str) -> None:
+    assert _addresses(pii, text, flagged=False) == []
