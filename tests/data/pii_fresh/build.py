@@ -1,17 +1,22 @@
 """Write synth_dataset_v2.json (presidio-research's layout, for ``chatmon eval presidio-synth``)
-from fresh.txt beside it: one record per sentence, each its own template."""
+from the fresh.txt beside it: one record per sentence, each its own template.
+
+Usage: python tests/data/pii_fresh/build.py [FOLDER ...]; with no folder it rebuilds both fresh
+sets (tests/data/pii_fresh and tests/data/pii_fresh2)."""
 
 import json
 import re
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
+FOLDERS = (HERE, HERE.parent / "pii_fresh2")
 MARK = re.compile(r"\[([A-Z_]+):([^\]]+)\]")
 
 
-def records() -> list[dict[str, object]]:
+def records(folder: Path = HERE) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
-    lines = [x for x in (HERE / "fresh.txt").read_text(encoding="utf-8").splitlines()
+    lines = [x for x in (Path(folder) / "fresh.txt").read_text(encoding="utf-8").splitlines()
              if x.strip() and not x.startswith("#")]
     for tid, line in enumerate(lines):
         text, spans, pos = "", [], 0
@@ -28,7 +33,8 @@ def records() -> list[dict[str, object]]:
 
 
 if __name__ == "__main__":
-    rows = records()
-    (HERE / "synth_dataset_v2.json").write_text(json.dumps(rows, indent=1, ensure_ascii=False),
-                                                encoding="utf-8")
-    print(f"{len(rows)} sentences -> {HERE / 'synth_dataset_v2.json'}")
+    for folder in [Path(a) for a in sys.argv[1:]] or FOLDERS:
+        rows = records(folder)
+        (folder / "synth_dataset_v2.json").write_text(
+            json.dumps(rows, indent=1, ensure_ascii=False), encoding="utf-8")
+        print(f"{len(rows)} sentences -> {folder / 'synth_dataset_v2.json'}")
