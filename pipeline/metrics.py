@@ -195,9 +195,10 @@ class PipelineMetrics:
                                       "reported (or estimated where it did not).", ["model"],
                                       registry=r)
         self.judge_pairs_c = Counter(_name(JUDGE_PAIRS), "Judged replies that also have the "
-                                     "rubric's classifier finding; agree=true when they agree on "
-                                     "the rubric's scale (the same level, or within one on "
-                                     "scales of five or more).", ["label", "bot", "agree"], registry=r)
+                                     "rubric's classifier finding; agree=true when they agree "
+                                     "on the rubric's scale (the same level, or within one on "
+                                     "scales of five or more).", ["label", "bot", "agree"],
+                                     registry=r)
 
     def add_listener(self, listener: Listener) -> None:
         self.listeners.append(listener)

@@ -5,7 +5,6 @@ written here, positives and near misses, through the whole detector."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -15,13 +14,6 @@ from detectors.pii.detector import PiiDetector
 from pipeline.policy import is_flagged
 
 TS = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def pii() -> Iterator[PiiDetector]:
-    det = PiiDetector(cache_size=0)
-    det.load()
-    yield det
 
 
 def _addresses(det: PiiDetector, text: str, flagged: bool = True) -> list[str]:

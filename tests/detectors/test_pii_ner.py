@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import numpy as np
-import pytest
 
 from detectors.base import Context, ScoringInput, Turn
 from detectors.features import TOKEN_STATES, SentenceEncoder, shared_encoder
@@ -25,13 +24,6 @@ TEXTS = (
     "We flew from Cusco to Lima and the app stopped syncing.",
     "Thanks Ilona, the replacement arrives Thursday between 9 and 11.",
 )
-
-
-@pytest.fixture(scope="module")
-def pii() -> PiiDetector:
-    det = PiiDetector(cache_size=0)
-    det.load()
-    return det
 
 
 def _named(pii: PiiDetector, text: str) -> dict[str, list[str]]:

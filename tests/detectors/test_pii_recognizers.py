@@ -5,7 +5,6 @@ and a hostile digit run costing about what ordinary text of the same length cost
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -17,13 +16,6 @@ from detectors.pii.recognizers import valid_phone_region
 from pipeline.policy import is_flagged
 
 TS = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def pii() -> Iterator[PiiDetector]:
-    det = PiiDetector(cache_size=0)
-    det.load()
-    yield det
 
 
 def _flagged(det: PiiDetector, text: str) -> dict[str, list[str]]:
