@@ -38,11 +38,11 @@ STEREOTYPE = "bias.stereotype"
 USER_GROUP = "bias.user_group"
 CONTENT_ONLY_WEIGHT = 0.6
 SELF_DESCRIBED_DAMPING = 0.5
+NO_GROUP_DAMPING = 0.5
 # A stereotype takes a group and something said of it: a sentence of one word is skipped before
 # the content model (a text of 2,500 one-letter lines cost 0.3 s here, 15x an ordinary reply).
 MIN_WORDS = 2
 _WORD = re.compile(r"\w+")
-NO_GROUP_DAMPING = 0.5
 
 
 class BiasDetector:

@@ -44,9 +44,6 @@ class Judged:
     rating: int
     scale: tuple[int, int]
 
-    def level(self, score: float, level: int | None) -> int:
-        return on_scale(self.scale, score, level)
-
 
 def on_scale(scale: tuple[int, int], score: float, level: int | None) -> int:
     """A classifier finding's level on a rubric's scale: its own ``level`` where it rates on
@@ -86,7 +83,6 @@ class Pairs:
             "alpha": (alpha_two(ra, rb, "ordinal") if ordinal
                       else alpha_two([float(x) for x in a], [float(y) for y in b], "nominal")),
         }
-
 
     def _agreement(self) -> float | None:
         if self.ratings and len(self.ratings) == len(self.flags):
@@ -142,8 +138,8 @@ def judge_agreement(engine: Engine, since: datetime | None = None,
                 p = vs_classifier.setdefault((j.label, j.model, c.label), Pairs(j.scale))
                 level = (c.evidence or {}).get("level")
                 p.flags.append((j.flagged, bool(c.flagged)))
-                p.ratings.append((j.rating, j.level(float(c.score),
-                                                    level if isinstance(level, int) else None)))
+                p.ratings.append((j.rating, on_scale(j.scale, float(c.score),
+                                                     level if isinstance(level, int) else None)))
     vs_people: dict[Group, Pairs] = {}
     for r in reviews:
         for j in by_turn[r.turn_id]:

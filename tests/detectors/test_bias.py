@@ -21,7 +21,11 @@ from pipeline.scoring.suite import DetectorSuite, simple_input
 
 @pytest.fixture(scope="module")
 def suite() -> DetectorSuite:
-    s = DetectorSuite([BiasDetector()])
+    """On the torch encoder, named: a suite built without a backend takes the process default,
+    which an in-process ``chatmon eval`` (tests/judge) sets to onnx-int8, and "At your age you
+    may find the app confusing" then scores 0.4997 against its 0.5 cut (docs/models/bias.md on
+    int8 drift)."""
+    s = DetectorSuite([BiasDetector()], encoder_backend="torch")
     s.load()
     return s
 
