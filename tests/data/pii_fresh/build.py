@@ -1,8 +1,8 @@
 """Write synth_dataset_v2.json (presidio-research's layout, for ``chatmon eval presidio-synth``)
 from the fresh.txt beside it: one record per sentence, each its own template.
 
-Usage: python tests/data/pii_fresh/build.py [FOLDER ...]; with no folder it rebuilds both fresh
-sets (tests/data/pii_fresh and tests/data/pii_fresh2)."""
+Usage: python tests/data/pii_fresh/build.py [FOLDER ...]; with no folder it rebuilds every fresh
+set (tests/data/pii_fresh, pii_fresh2 and pii_fresh3)."""
 
 import json
 import re
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
-FOLDERS = (HERE, HERE.parent / "pii_fresh2")
+FOLDERS = (HERE, HERE.parent / "pii_fresh2", HERE.parent / "pii_fresh3")
 MARK = re.compile(r"\[([A-Z_]+):([^\]]+)\]")
 
 
