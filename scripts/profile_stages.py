@@ -7,7 +7,9 @@ default corpus) in this process, with timers around the stages of ``Processor.pr
 shared features (the encoder; the main thread waits for its lanes), each detector (``pii``
 runs beside the others, on a second thread and, by default, in its child process), the rows
 and the sink's write. Prints the run's figures as JSON, then seconds per stage over the
-measured turns (warm-up excluded). Stages overlap, so they do not add up to ``process``.
+measured turns (warm-up excluded). Stages overlap, so they do not add up to ``process``. Then
+CPU seconds: each detector's on the thread that ran it, and the PII analyser's child process
+(its own cost, whatever it waited for).
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ def main() -> None:
     from pipeline.store import sink
 
     seconds: collections.Counter[str] = collections.Counter()
+    cpu: collections.Counter[str] = collections.Counter()  # CPU seconds, not wall
+    children: set[int] = set()  # the PII analyser's child process
+    started: dict[int, float] = {}
 
     def timed(owner: Any, name: str, label: str) -> None:
         inner = getattr(owner, name)
@@ -63,17 +68,23 @@ def main() -> None:
     score_one = suite._score_one
 
     def per_detector(det: Any, batch: Any) -> Any:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         try:
             return score_one(det, batch)
         finally:
             seconds[f"detector {det.name}"] += time.perf_counter() - t
+            cpu[f"detector {det.name} (its thread)"] += time.thread_time() - c
+            child = getattr(getattr(det, "_engine", None), "pid", None)
+            if child:
+                children.add(child)
 
     suite._score_one = per_detector
     read = readers.read_records
 
     def measured(*a: Any, **k: Any) -> Any:  # the measured corpus starts: forget the warm-up
         seconds.clear()
+        cpu.clear()
+        started.update({pid: _cpu_seconds(pid) for pid in children})
         return read(*a, **k)
 
     readers.read_records = measured
@@ -87,9 +98,20 @@ def main() -> None:
             "corpus": str(corpus), "warmup": str(warm), "batch_size": args.batch_size,
             "encoder_backend": "onnx-int8", "detectors": list(REGISTRY),
             "encoder_cache": False})
+    for pid, begun in started.items():
+        cpu["pii child process"] += _cpu_seconds(pid) - begun
     print(json.dumps(out))
     for label, s in seconds.most_common():
         print(f"{s:8.2f} s  {label}")
+    print("CPU seconds (user + system):")
+    for label, s in cpu.most_common():
+        print(f"{s:8.2f} s  {label}")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 if __name__ == "__main__":
