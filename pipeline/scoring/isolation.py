@@ -22,9 +22,10 @@ from pipeline.scoring.process import BatchReport, Processor
 log = logging.getLogger(__name__)
 
 
-def process_isolating(processor: Processor, records: Sequence[RawRecord]) -> BatchReport:
+def process_isolating(processor: Processor, records: Sequence[RawRecord],
+                      ahead: Sequence[RawRecord] | None = None) -> BatchReport:
     try:
-        return processor.process(records)
+        return processor.process(records, ahead=ahead)
     except StoreUnavailable:
         raise
     except Exception as exc:

@@ -107,9 +107,12 @@ class Processor:
         picky = any(getattr(d, "languages", None) is not None for d in suite.detectors)
         self.languages = shared_guesser() if settings.detect_language and picky else None
 
-    def process(self, records: Sequence[RawRecord]) -> BatchReport:
+    def process(self, records: Sequence[RawRecord],
+                ahead: Sequence[RawRecord] | None = None) -> BatchReport:
         """Validate, deduplicate, score, redact and store one batch. Bad records become dead
-        letters; a failing detector loses only its own findings for this batch."""
+        letters; a failing detector loses only its own findings for this batch. ``ahead``: the
+        next batch, where it is already read (``chatmon run`` on a file): the encoder starts on
+        its texts while this batch is scored (the same vectors, only sooner)."""
         report = BatchReport(records=len(records), policy_version=self.policy.version)
         rejected: list[Rejected] = []
         fresh = self._fresh(records, rejected, report)
@@ -122,7 +125,8 @@ class Processor:
             ctx = Context(history=history, state=self.state)
             inputs.append(ScoringInput(self._with_language(acc.turn, history), ctx))
             self.contexts.append(acc.turn)
-        result = self.suite.score(inputs) if inputs else None
+        upcoming = _turns_of(ahead, self.settings.max_text_chars) if ahead else None
+        result = self.suite.score(inputs, ahead=upcoming) if inputs else None
         if result is not None:
             report.detector_seconds = result.seconds
             report.language_skipped.update(result.language_skipped)
@@ -324,6 +328,25 @@ def _validate(record: RawRecord, max_text_chars: int) -> Accepted | Rejected:
                     record.position)
         return Rejected(record, events.PROCESSING_ERROR,
                         f"validation raised {type(exc).__name__}")
+
+
+def _turns_of(records: Sequence[RawRecord], max_text_chars: int
+              ) -> Callable[[], list[tuple[str, str]]]:
+    """A function giving the (role, text) of each valid record of ``records``: run on the
+    encoder's ahead thread, it only names texts to encode (``process`` validates them again,
+    and stores nothing of this)."""
+    def turns() -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        for record in records:
+            try:
+                res = events.validate(record, max_text_chars)
+            except Exception:  # noqa: BLE001,S112 - process() dead-letters it in its turn
+                continue
+            if isinstance(res, Accepted):
+                out.append((res.turn.role, res.turn.text))
+        return out
+
+    return turns
 
 
 def _raw_text(data: bytes | str | dict[str, Any]) -> str:

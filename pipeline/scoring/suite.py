@@ -7,7 +7,7 @@ from __future__ import annotations
 import gc
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -97,10 +97,8 @@ class FeatureExtractor:
                        if onnx and TOKEN_STATES in w]
         encoded: Any = []
         states: list[Any] = []
-        if self.encoder is not None and state_texts:
-            encoded, states = self.encoder.encode_with_states(texts, state_texts)
-        elif self.encoder is not None and texts:
-            encoded = self.encoder.encode(texts)
+        if self.encoder is not None and (texts or state_texts):
+            encoded, states = self.encoder.encode_with_states(texts, state_texts, ahead=True)
         vectors, token_states = iter(encoded), iter(states)
         for item, w, sp, f in zip(batch, wanted, spans, feats, strict=True):
             if onnx and TOKEN_STATES in w:
@@ -120,6 +118,31 @@ class FeatureExtractor:
             replace(item, context=replace(item.context, features=f))
             for item, f in zip(batch, feats, strict=True)
         ]
+
+
+    def ahead(self, turns: Callable[[], Sequence[tuple[str, str]]]) -> None:
+        """Start the encoder on the next batch while this one is scored (``SentenceEncoder.
+        ahead``, int8 ONNX only: torch uses every core itself). ``turns()``, run on the
+        encoder's ahead thread, gives the next batch's (role, text) pairs; each gets what the
+        detectors of its role want (its language is not known yet: all of it)."""
+        if self.encoder is None or self.encoder.backend != "onnx-int8":
+            return
+
+        def make() -> tuple[list[str], list[str]]:
+            texts: list[str] = []
+            state_texts: list[str] = []
+            for role, text in turns():
+                wants = frozenset().union(*(names for roles, names, _ in self.needs
+                                            if role in roles))
+                if TOKEN_STATES in wants:
+                    state_texts.append(text)
+                if EMBEDDING in wants:
+                    texts.append(text)
+                if SENTENCE_EMBEDDINGS in wants:
+                    texts += [text[s:e] for s, e in split_sentences(text)]
+            return texts, state_texts
+
+        self.encoder.ahead(make)
 
 
 # One loaded encoder per backend and process: several suites (the Kafka stages, evals) share it.
@@ -170,7 +193,11 @@ class DetectorSuite:
         self._loaded = True
         settle_process()
 
-    def score(self, batch: Sequence[ScoringInput]) -> SuiteResult:
+    def score(self, batch: Sequence[ScoringInput],
+              ahead: Callable[[], Sequence[tuple[str, str]]] | None = None) -> SuiteResult:
+        """Findings per turn of ``batch``. ``ahead``: the next batch's (role, text) pairs, known
+        already (a file being read): the encoder starts on them once this batch's features are
+        done, on the core the detectors leave (``FeatureExtractor.ahead``)."""
         self.load()
         result = SuiteResult(findings=[[] for _ in batch])
         plain = [k for k, d in enumerate(self.detectors) if not getattr(d, "features", None)]
@@ -186,11 +213,15 @@ class DetectorSuite:
                 lambda: {k: _score_one(self.detectors[k], batch) for k in plain})
             try:
                 featured = self.features.add(batch)
+                if ahead is not None:
+                    self.features.ahead(ahead)
                 outs.update(self._score_featured(featured, plain))
             finally:
                 outs.update(future.result())
         else:
             featured = self.features.add(batch)
+            if ahead is not None:
+                self.features.ahead(ahead)
             outs.update(self._score_featured(featured, []))
         for k, det in enumerate(self.detectors):
             idx, out, failed, seconds, skipped = outs[k]
