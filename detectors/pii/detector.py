@@ -89,9 +89,10 @@ class PiiDetector:
         self._engine: Any = None
         self._head: Any = None
         # model="encoder": names and places from the shared encoder's token states (the same
-        # pass as the turn's vector), read in this process by ``detectors.pii.ner``; only the
-        # spans go to the analyser. Presidio then waits on its child on the suite's second
-        # thread while the other detectors run (``runs_apart``).
+        # pass as the turn's vector); the states go to the analyser, whose named-entity head
+        # (``detectors.pii.ner``) reads them there: in its child process, off this process's
+        # GIL. This detector then waits on its child on the suite's second thread while the
+        # other detectors run (``runs_apart``).
         self.features = frozenset({TOKEN_STATES}) if model == ENCODER_MODEL else frozenset()
         self.runs_apart = model == ENCODER_MODEL
         self._anonymizer: Any = None
@@ -102,9 +103,7 @@ class PiiDetector:
             return
         if self.model == ENCODER_MODEL:
             from detectors.features import shared_encoder
-            from detectors.pii.ner import NerHead
 
-            self._head = NerHead()
             shared_encoder("onnx-int8").load()
         engine = EngineProcess if self.process else PresidioEngine
         self._engine = engine(self.model, self.entities, self.batch_size)
@@ -129,7 +128,8 @@ class PiiDetector:
                    if any(st is not None for st in states) else self.analyze(texts, self.min_score))
         out: list[list[Finding]] = []
         for item, found in zip(batch, results, strict=True):
-            if self._head is not None and primary_language(item.turn.lang) not in (None, "en"):
+            if self.model == ENCODER_MODEL and primary_language(item.turn.lang) not in (None,
+                                                                                      "en"):
                 _unflag_head_entities(found)
             findings = [self._finding(r, f"pii.{r.entity_type.lower()}") for r in found]
             if item.turn.role == "assistant":
@@ -169,13 +169,14 @@ class PiiDetector:
 
     def _analyze(self, texts: Sequence[str], min_score: float,
                  states: Sequence[Any] | None = None) -> list[list[Any]]:
-        if self._head is None:
+        if self.model != ENCODER_MODEL:
             return self._engine.analyze(texts, min_score)
-        return self._engine.analyze(texts, min_score, self.entity_spans(texts, states))
+        return self._engine.analyze(texts, min_score, self.token_states(texts, states))
 
-    def entity_spans(self, texts: Sequence[str], states: Sequence[Any] | None = None
-                     ) -> list[list[tuple[int, int, str, float]]]:
-        """The encoder head's PERSON/LOCATION spans per text (``states`` where known)."""
+    def token_states(self, texts: Sequence[str], states: Sequence[Any] | None = None
+                     ) -> list[Any]:
+        """The shared encoder's ``TokenStates`` of each text's ``safe_text``: ``states`` where
+        given (and the text was safe already), the rest computed on the int8 ONNX encoder."""
         from detectors.features import shared_encoder
 
         safe = [safe_text(t) for t in texts]
@@ -185,7 +186,19 @@ class PiiDetector:
             computed = shared_encoder("onnx-int8").token_states([safe[i] for i in missing])
             for i, st in zip(missing, computed, strict=True):
                 given[i] = st
-        return [self._head.spans(t, st) for t, st in zip(safe, given, strict=True)]
+        return given
+
+    def entity_spans(self, texts: Sequence[str], states: Sequence[Any] | None = None
+                     ) -> list[list[tuple[int, int, str, float]]]:
+        """The encoder head's PERSON/LOCATION spans per text (``states`` where known), as the
+        analyser computes them (for tools and tests: scoring passes the states along)."""
+        from detectors.pii.ner import NerHead
+
+        if self._head is None:
+            self._head = NerHead()
+        safe = [safe_text(t) for t in texts]
+        return [self._head.spans(t, st)
+                for t, st in zip(safe, self.token_states(texts, states), strict=True)]
 
     def _finding(self, r: Any, label: str) -> Finding:
         expl = r.analysis_explanation

@@ -60,15 +60,24 @@ class PresidioEngine:
         )
         self.analyzer = analyzer
         self._batch = BatchAnalyzerEngine(analyzer)
+        self.head: Any = None
+        if model == ENCODER_MODEL:
+            from detectors.pii.ner import NerHead
+
+            self.head = NerHead()
 
     def analyze(self, texts: Sequence[str], min_score: float,
-                ner: Sequence[Sequence[NerSpan]] | None = None) -> list[list[Any]]:
+                states: Sequence[Any] | None = None) -> list[list[Any]]:
         """Presidio results per text, offsets into the whole text, scores >= ``min_score``.
-        ``ner``: with ``model="encoder"``, each text's named-entity spans (the encoder head's,
-        computed by the caller); a spaCy model finds its own."""
-        if (ner is None) != (self.model != ENCODER_MODEL):
-            raise DetectorError("pii: the encoder NER needs the head's spans per text, and a "
+        ``states``: with ``model="encoder"``, each text's ``TokenStates`` (of its ``safe_text``,
+        from the shared encoder's pass, made by the caller), which the named-entity head reads
+        here (in the child, with ``EngineProcess``: off the parent's GIL); a spaCy model finds
+        its own entities and takes none."""
+        if (states is None) != (self.model != ENCODER_MODEL):
+            raise DetectorError("pii: the encoder NER needs each text's token states, and a "
                                 "spaCy model takes none")
+        ner: list[list[NerSpan]] | None = (None if states is None else
+               [self.head.spans(safe_text(t), st) for t, st in zip(texts, states, strict=True)])
         chunks: list[tuple[int, int, str]] = []  # (text index, offset, chunk)
         for i, text in enumerate(texts):
             chunks += [(i, off, part) for off, part in _chunks(safe_text(text))]
@@ -144,14 +153,14 @@ class EngineProcess:
         return value
 
     def analyze(self, texts: Sequence[str], min_score: float,
-                ner: Sequence[Sequence[NerSpan]] | None = None) -> list[list[Any]]:
+                states: Sequence[Any] | None = None) -> list[list[Any]]:
         with self._lock:
             for attempt in (1, 2):
                 try:
                     if self._child is None:
                         self._start()
                     result: list[list[Any]] = self._call(
-                        ("analyze", (list(texts), min_score, ner)))
+                        ("analyze", (list(texts), min_score, states)))
                     return result
                 except (EOFError, OSError) as exc:  # the child died: a new one, then once more
                     self._stop()
@@ -264,9 +273,13 @@ def _serve() -> None:
             if kind == "init":
                 from threadpoolctl import threadpool_limits
 
-                threadpool_limits(limits=1, user_api="blas")  # spaCy's small matrices
                 with _without_torch_notice():
                     engine = PresidioEngine(*args)
+                # After the engine has loaded numpy's BLAS (threadpoolctl limits only libraries
+                # already loaded): the head's and spaCy's matrices are small, and BLAS's own
+                # threads would spin on the cores the pipeline needs (measured: the child's CPU
+                # 1.1 -> 7.1 s per 1,000 turns with the head here and the limit set before).
+                threadpool_limits(limits=1, user_api="blas")
                 import gc
 
                 gc.collect()
