@@ -24,9 +24,9 @@ class _WaitingEncoder(SentenceEncoder):
 
     def load(self) -> None: ...
 
-    def encode(self, texts):  # type: ignore[no-untyped-def]
+    def encode_with_states(self, texts, state_texts, ahead=False):  # type: ignore[no-untyped-def]
         self.overlapped = STARTED.wait(5.0)
-        return np.ones((len(texts), self.dim), np.float32) / np.sqrt(self.dim)
+        return np.ones((len(texts), self.dim), np.float32) / np.sqrt(self.dim), []
 
 
 class _Det:
