@@ -254,8 +254,8 @@ def test_a_file_is_read_one_batch_ahead_and_stdin_is_not() -> None:
     start on it; stdin gets none (its next batch may not have been typed yet); every batch is
     processed once, in order."""
     batches = [[f"r{i}"] for i in range(3)]
-    ahead = list(runner._with_next(iter(batches), True))  # type: ignore[arg-type]
+    ahead = list(runner.with_next(iter(batches), True))
     assert ahead == [(["r0"], ["r1"]), (["r1"], ["r2"]), (["r2"], None)]
-    plain = list(runner._with_next(iter(batches), False))  # type: ignore[arg-type]
+    plain = list(runner.with_next(iter(batches), False))
     assert plain == [(b, None) for b in batches]
-    assert list(runner._with_next(iter([]), True)) == []
+    assert list(runner.with_next(iter([]), True)) == []

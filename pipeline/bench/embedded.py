@@ -100,7 +100,7 @@ def _cpu_s() -> float:
 
 def measure_pipeline(cfg: dict[str, Any]) -> dict[str, Any]:
     """One configuration, in this process: warm up, then time the corpus file end to end."""
-    from pipeline.embedded.runner import build_processor
+    from pipeline.embedded.runner import build_processor, with_next
     from pipeline.ingest.events import RawRecord
     from pipeline.ingest.readers import read_records
     from pipeline.settings import Settings
@@ -123,29 +123,15 @@ def measure_pipeline(cfg: dict[str, Any]) -> dict[str, Any]:
                     part.configure_cache(0)
         feature_s = _time_features(proc)
         latencies: list[float] = []
-        batch: list[Any] = []
-        read_at: list[float] = []
         errors: dict[str, int] = {}
         start, cpu0 = time.perf_counter(), _cpu_s()
         # As `chatmon run` reads a file: with read_ahead the next batch is read (its records'
         # clocks start) before this one is processed, and the encoder starts on it meanwhile.
-        upcoming: list[Any] = []
-        upcoming_at: list[float] = []
-        for rec in read_records(cfg["corpus"]):
-            upcoming_at.append(time.perf_counter())
-            upcoming.append(rec)
-            if len(upcoming) < settings.batch_size:
-                continue
-            if not cfg.get("read_ahead", True):
-                _flush(proc, upcoming, upcoming_at, latencies, errors)
-                continue
-            if batch:
-                _flush(proc, batch, read_at, latencies, errors, ahead=upcoming)
-            batch, read_at, upcoming, upcoming_at = upcoming, upcoming_at, [], []
-        for part, at in ((batch, read_at), (upcoming, upcoming_at)):
-            if part:
-                _flush(proc, part, at, latencies, errors,
-                       ahead=upcoming if part is batch and upcoming else None)
+        for (batch, read_at), upcoming in with_next(
+                _timed_batches(read_records(cfg["corpus"]), settings.batch_size),
+                cfg.get("read_ahead", True)):
+            _flush(proc, batch, read_at, latencies, errors,
+                   ahead=upcoming[0] if upcoming else None)
         elapsed = time.perf_counter() - start
         cpu_s = _cpu_s() - cpu0
     out = _latency(latencies, len(latencies), elapsed)
@@ -175,6 +161,20 @@ def _time_features(proc: Any) -> list[float]:
     return total
 
 
+def _timed_batches(records: Any, size: int) -> Any:
+    """Batches of ``size`` records, each with the times its records were read."""
+    batch: list[Any] = []
+    read_at: list[float] = []
+    for rec in records:
+        read_at.append(time.perf_counter())
+        batch.append(rec)
+        if len(batch) >= size:
+            yield batch, read_at
+            batch, read_at = [], []
+    if batch:
+        yield batch, read_at
+
+
 def _flush(proc: Any, batch: list[Any], read_at: list[float], latencies: list[float],
            errors: dict[str, int], ahead: list[Any] | None = None) -> None:
     report = proc.process(batch, ahead=ahead)
@@ -182,8 +182,6 @@ def _flush(proc: Any, batch: list[Any], read_at: list[float], latencies: list[fl
     latencies.extend(done - t for t in read_at)
     for det, n in report.detector_errors.items():
         errors[det] = errors.get(det, 0) + n
-    batch.clear()
-    read_at.clear()
 
 
 def measure_naive(cfg: dict[str, Any]) -> dict[str, Any]:

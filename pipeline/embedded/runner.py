@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tqdm import tqdm
 
@@ -31,6 +31,7 @@ from pipeline.store import db
 from pipeline.store.sink import Sink
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -146,7 +147,7 @@ def run(paths: Sequence[str], settings: Settings, progress: bool = True,
                        desc=Path(path).name if path != "-" else "stdin", unit="turn",
                        leave=False)
             batches = _batches(read_records(path), settings.batch_size, stop)
-            for batch, upcoming in _with_next(batches, settings.read_ahead and path != "-"):
+            for batch, upcoming in with_next(batches, settings.read_ahead and path != "-"):
                 with metrics.track(len(batch)):
                     report = process_isolating(proc, batch, ahead=upcoming)
                 total.merge(report)
@@ -187,11 +188,10 @@ def _batches(records: Iterable[RawRecord], size: int, stop: _Stop) -> Iterator[l
         yield batch
 
 
-def _with_next(batches: Iterator[list[RawRecord]], read_ahead: bool
-               ) -> Iterator[tuple[list[RawRecord], list[RawRecord] | None]]:
+def with_next(batches: Iterator[T], read_ahead: bool) -> Iterator[tuple[T, T | None]]:
     """Each batch with the one after it when ``read_ahead`` (a file: reading on costs no
-    waiting), else with None (stdin: the next batch may not exist yet). A batch read ahead is
-    processed too after a stop is asked for."""
+    waiting; the next one is read before this one is yielded), else with None (stdin: the next
+    batch may not exist yet). A batch read ahead is processed too after a stop is asked for."""
     if not read_ahead:
         yield from ((batch, None) for batch in batches)
         return
