@@ -3,7 +3,7 @@
 - ``resolve``: drop name/place hits that are really part of something else.
 - ``demote_lone_places``: spaCy's small model often tags a lone surname or company as a place
   ("Henderson", "Factset"); a one-word NER place with no place cue before it is kept for
-  redaction but scored below the flagging threshold.
+  redaction but scored below the flagging threshold, unless the encoder head is sure of it.
 - ``propagate_names``: a name found once is a name everywhere in the text ("Alvir spent a year
   ... assistant to Alvir D. Pušaver"), and a capitalised word coordinated with a found name is a
   name too ("Usamov and Bowers").
@@ -24,6 +24,9 @@ from detectors.pii.recognizers import COUNTRIES
 
 NAME_LIKE = frozenset({"PERSON", "LOCATION"})
 DEMOTED_SCORE = 0.45  # below the 0.5 flagging threshold, above the 0.2 redaction threshold
+# A one-word place the NER itself is this sure of keeps its score: the encoder head's score is
+# its probability in context ("cover Stavanger to Bergen"); spaCy's fixed 0.85 never is.
+CONFIDENT_PLACE = 0.9
 PROPAGATED_SCORE = 0.55
 _PLACE_CUE = re.compile(
     r"(?i)(?:\b(?:in|from|to|at|near|of|the|visit|visiting|around|across)|,)\s*$")
@@ -57,7 +60,8 @@ _PLACE_WORD = re.compile(r"(?i)\b(?:in|from|to|at|near|visit|visiting|around|acr
 
 
 def demote_lone_places(text: str, results: Sequence[Any]) -> list[Any]:
-    """One-word NER places with no place cue drop below the flagging cut, except country names;
+    """One-word NER places with no place cue drop below the flagging cut, except country names
+    and places the NER scores ``CONFIDENT_PLACE`` or more;
     one that is also a given name found by ``GivenNameRecognizer`` ("Magnus spent a year") is
     dropped: the small model tags unfamiliar first names as places."""
     given = {(r.start, r.end) for r in results if _recognizer(r) == "GivenNameRecognizer"}
@@ -74,7 +78,7 @@ def demote_lone_places(text: str, results: Sequence[Any]) -> list[Any]:
             continue
         single = " " not in text[r.start:r.end].strip()
         line_start = "\n" in text[max(0, r.start - 2):r.start] or r.start == 0
-        if single and not line_start and not cued:
+        if single and not line_start and not cued and r.score < CONFIDENT_PLACE:
             r.score = min(r.score, DEMOTED_SCORE)
     return out
 
