@@ -4,7 +4,9 @@ as ``chatmon eval`` counts: tests/data/pii_fresh, written after the NER head was
 when first scored and 0.938 / 0.950 since pii 1.4.0 was written from its address misses (so it
 is no longer blind); tests/data/pii_fresh2, written blind to the detector's code and scored
 once, with pii 1.4.0: 0.879 / 0.918; tests/data/pii_fresh3, written blind the next day and scored
-with pii 1.4.0 unchanged: 0.823 / 0.906."""
+with pii 1.4.0 unchanged: 0.823 / 0.906 (0.848 / 0.907 since a confident one-word place keeps its
+score, a change made after its misses were read); tests/data/pii_fresh4, written blind and sealed
+until that change was frozen, scored once: 0.869 / 0.928."""
 
 from __future__ import annotations
 
@@ -23,10 +25,13 @@ FRESH2 = FRESH.parent / "pii_fresh2"
 # Round 3, written blind to the detector, its training code, docs and the earlier sets; scored
 # with pii 1.4.0 unchanged: 0.823 / 0.906.
 FRESH3 = FRESH.parent / "pii_fresh3"
+# Round 4, written blind like round 3 and sealed until the detector was frozen (2fb31f5); scored
+# once: 0.869 / 0.928.
+FRESH4 = FRESH.parent / "pii_fresh4"
 
 
-@pytest.mark.parametrize(("folder", "min_addresses"), [(FRESH, 0), (FRESH2, 8), (FRESH3, 16)],
-                         ids=["pii_fresh", "pii_fresh2", "pii_fresh3"])
+@pytest.mark.parametrize(("folder", "min_addresses"), [(FRESH, 0), (FRESH2, 8), (FRESH3, 16), (FRESH4, 16)],
+                         ids=["pii_fresh", "pii_fresh2", "pii_fresh3", "pii_fresh4"])
 def test_fresh_set_is_well_formed_and_in_step_with_its_source(folder: Path,
                                                               min_addresses: int) -> None:
     rows = json.loads((folder / "synth_dataset_v2.json").read_text(encoding="utf-8"))
@@ -45,8 +50,9 @@ def test_fresh_set_is_well_formed_and_in_step_with_its_source(folder: Path,
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("folder", "recall", "precision"),
-                         [(FRESH, 0.93, 0.94), (FRESH2, 0.87, 0.91), (FRESH3, 0.81, 0.89)],
-                         ids=["pii_fresh", "pii_fresh2", "pii_fresh3"])
+                         [(FRESH, 0.93, 0.94), (FRESH2, 0.87, 0.91), (FRESH3, 0.84, 0.89),
+                          (FRESH4, 0.86, 0.92)],
+                         ids=["pii_fresh", "pii_fresh2", "pii_fresh3", "pii_fresh4"])
 def test_default_detector_recall_on_fresh_phrasing(folder: Path, recall: float,
                                                    precision: float) -> None:
     result = presidio_synth.evaluate(folder, Settings())

@@ -2,7 +2,7 @@
 from the fresh.txt beside it: one record per sentence, each its own template.
 
 Usage: python tests/data/pii_fresh/build.py [FOLDER ...]; with no folder it rebuilds every fresh
-set (tests/data/pii_fresh, pii_fresh2 and pii_fresh3)."""
+set (tests/data/pii_fresh, pii_fresh2, pii_fresh3 and pii_fresh4)."""
 
 import json
 import re
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
-FOLDERS = (HERE, HERE.parent / "pii_fresh2", HERE.parent / "pii_fresh3")
+FOLDERS = (HERE, HERE.parent / "pii_fresh2", HERE.parent / "pii_fresh3", HERE.parent / "pii_fresh4")
 MARK = re.compile(r"\[([A-Z_]+):([^\]]+)\]")
 
 
