@@ -52,10 +52,11 @@ class Settings(BaseSettings):
     # encoder and the other detectors share (same findings; docs/benchmarks.md). None: on when
     # the machine has two cores or more. A `process` key in detector_options.pii wins.
     pii_process: bool | None = None
-    # `chatmon run` on a file reads the next batch before scoring this one, and the encoder
+    # On: `chatmon run` on a file reads the next batch before scoring this one, and the encoder
     # starts on it on the core the GIL-bound detectors leave (same findings; a record then
-    # waits up to a batch longer; docs/benchmarks.md). Off: one batch at a time.
-    read_ahead: bool = True
+    # waits up to a batch longer; docs/benchmarks.md). Off by default: it helped only where the
+    # encoder is the bottleneck (an AVX2-only CPU), cost CPU on AVX-512 VNNI and doubled p99.
+    read_ahead: bool = False
 
     # Raw text is never stored unless a team opts in, and then only for this many days.
     keep_raw_text: bool = False

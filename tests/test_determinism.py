@@ -6,8 +6,8 @@ Both levels use the real default encoder (MiniLM, ONNX Runtime int8) and the rea
 - the pipeline: the example transcripts through the embedded runner at batch sizes 32, 7 and 1
   give the same findings (presence, score rounded to 1e-3, flag), with Presidio in a child
   process (the default on two cores) at 32 and 7 and in this process at 1, and at 32 again
-  without reading ahead (by default `run` encodes the next batch while scoring one, on a thread
-  of its own, so a text's vector may come from either thread). Every cache of seen
+  reading ahead (`CHATMON_READ_AHEAD`: `run` encodes the next batch while scoring one, on a
+  thread of its own, so a text's vector may come from either thread). Every cache of seen
   text is off (encoder vectors, PII results), so each run computes every turn inside its own
   batches.
 """
@@ -69,7 +69,7 @@ def test_a_vector_does_not_depend_on_the_lane_that_encoded_it() -> None:
 
 
 def _findings(events: Path, batch_size: int, suite: DetectorSuite, url: str,
-              read_ahead: bool = True) -> dict[tuple[Any, ...], tuple[float, bool]]:
+              read_ahead: bool = False) -> dict[tuple[Any, ...], tuple[float, bool]]:
     settings = Settings(database_url=url, batch_size=batch_size, read_ahead=read_ahead)
     db.upgrade(url)
     sink = Sink(db.make_engine(url))
@@ -117,8 +117,8 @@ def test_findings_are_the_same_at_batch_sizes_32_7_1_with_pii_in_or_out_of_proce
     runs = {bs: _findings(events, bs, suite if bs > 1 else in_process,
                           f"sqlite:///{tmp_path}/b{bs}.db")
             for bs in (32, 7, 1)}
-    runs[0] = _findings(events, 32, suite, f"sqlite:///{tmp_path}/one-at-a-time.db",
-                        read_ahead=False)
+    runs[0] = _findings(events, 32, suite, f"sqlite:///{tmp_path}/read-ahead.db",
+                        read_ahead=True)
     assert {k[2] for k in runs[32]} >= {"empathy", "pii", "repetition", "manipulation"}
     assert len(runs[32]) > 100
     for bs in (7, 1, 0):

@@ -129,7 +129,7 @@ def measure_pipeline(cfg: dict[str, Any]) -> dict[str, Any]:
         # clocks start) before this one is processed, and the encoder starts on it meanwhile.
         for (batch, read_at), upcoming in with_next(
                 _timed_batches(read_records(cfg["corpus"]), settings.batch_size),
-                cfg.get("read_ahead", True)):
+                cfg.get("read_ahead", False)):
             _flush(proc, batch, read_at, latencies, errors,
                    ahead=upcoming[0] if upcoming else None)
         elapsed = time.perf_counter() - start
@@ -238,7 +238,7 @@ def _child(cfg: dict[str, Any], timeout: float) -> dict[str, Any]:
 def run_bench(turns: int = 5000, batch_size: int = 32, detectors: tuple[str, ...] = (),
               file: Path | None = None, naive_turns: int = 500, per_detector: bool = True,
               encoder_backend: str = "onnx-int8", cached: bool = True, naive: bool = True,
-              timeout: float = 1800.0, progress: Any = None, read_ahead: bool = True
+              timeout: float = 1800.0, progress: Any = None, read_ahead: bool = False
               ) -> dict[str, Any]:
     """Measure everything; returns the JSON-able result ``chatmon bench --json`` prints.
 
