@@ -83,8 +83,9 @@ class PiiDetector:
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple[bytes, float], list[Any]] = OrderedDict()
         # 1.1: weighted leak scores; 1.2: sensitive echo, given names, phones; 1.3: encoder NER,
-        # times, prices and dates never addresses; 1.4: addresses without a street type
-        self.version = f"1.4.0+{model}"
+        # times, prices and dates never addresses; 1.4: addresses without a street type;
+        # 1.4.1: a one-word place the encoder head is sure of is not demoted
+        self.version = f"1.4.1+{model}"
         self.process = process
         self._engine: Any = None
         self._head: Any = None
