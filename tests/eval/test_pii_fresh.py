@@ -30,7 +30,8 @@ FRESH3 = FRESH.parent / "pii_fresh3"
 FRESH4 = FRESH.parent / "pii_fresh4"
 
 
-@pytest.mark.parametrize(("folder", "min_addresses"), [(FRESH, 0), (FRESH2, 8), (FRESH3, 16), (FRESH4, 16)],
+@pytest.mark.parametrize(("folder", "min_addresses"),
+                         [(FRESH, 0), (FRESH2, 8), (FRESH3, 16), (FRESH4, 16)],
                          ids=["pii_fresh", "pii_fresh2", "pii_fresh3", "pii_fresh4"])
 def test_fresh_set_is_well_formed_and_in_step_with_its_source(folder: Path,
                                                               min_addresses: int) -> None:
