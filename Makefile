@@ -55,7 +55,7 @@ run: install
 # After the suite, a quick speed smoke run (fresh text, 300 turns): it prints the figures so a
 # regression shows in CI's log; it fails only if the pipeline cannot run, never on a timing.
 test: install system-deps
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=30
 	$(VENV)/bin/chatmon bench --quick
 
 lint: install
