@@ -123,3 +123,25 @@ def test_other_language_turns_keep_head_spans_redacted_but_unflagged(pii: PiiDet
     assert [f.span for f in found["de"]] == [f.span for f in found["en"]]
     assert any(f.score >= 0.5 for f in found["en"])  # English (or unknown): as scored
     assert [(f.span, f.score) for f in found[None]] == [(f.span, f.score) for f in found["en"]]
+
+
+def test_a_lone_place_keeps_its_score_only_when_the_head_is_sure_of_it() -> None:
+    """A one-word place with no cue before it drops below the flagging cut (spaCy's fixed 0.85
+    tagged surnames and companies as places), unless the NER scored it CONFIDENT_PLACE or more,
+    as the encoder head does for a place it reads from context; a cued place is never demoted."""
+    from presidio_analyzer import RecognizerResult
+
+    from detectors.pii.postprocess import CONFIDENT_PLACE, DEMOTED_SCORE, demote_lone_places
+
+    def place(text: str, word: str, score: float) -> RecognizerResult:
+        start = text.index(word)
+        return RecognizerResult("LOCATION", start, start + len(word), score,
+                                recognition_metadata={"recognizer_name": "SpacyRecognizer"})
+
+    text = "does the rail pass cover Stavanger as well"
+    sure, spacy, doubtful = (place(text, "Stavanger", s) for s in (0.97, 0.85, 0.6))
+    assert demote_lone_places(text, [sure])[0].score == 0.97 >= CONFIDENT_PLACE
+    assert demote_lone_places(text, [spacy])[0].score == DEMOTED_SCORE
+    assert demote_lone_places(text, [doubtful])[0].score == DEMOTED_SCORE
+    cued = "the parcel is stuck in Stavanger"
+    assert demote_lone_places(cued, [place(cued, "Stavanger", 0.6)])[0].score == 0.6
