@@ -6,7 +6,9 @@ is no longer blind); tests/data/pii_fresh2, written blind to the detector's code
 once, with pii 1.4.0: 0.879 / 0.918; tests/data/pii_fresh3, written blind the next day and scored
 with pii 1.4.0 unchanged: 0.823 / 0.906 (0.848 / 0.907 since a confident one-word place keeps its
 score, a change made after its misses were read); tests/data/pii_fresh4, written blind and sealed
-until that change was frozen, scored once: 0.869 / 0.928."""
+until that change was frozen, scored once: 0.869 / 0.928. The newer floors leave about 0.02 for
+the int8 kernels, which differ between CPUs (round 3 gave 0.823 on an AVX2-only EPYC and 0.829
+with AVX-512 VNNI, the same code)."""
 
 from __future__ import annotations
 
@@ -51,8 +53,8 @@ def test_fresh_set_is_well_formed_and_in_step_with_its_source(folder: Path,
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("folder", "recall", "precision"),
-                         [(FRESH, 0.93, 0.94), (FRESH2, 0.87, 0.91), (FRESH3, 0.84, 0.89),
-                          (FRESH4, 0.86, 0.92)],
+                         [(FRESH, 0.93, 0.94), (FRESH2, 0.87, 0.91), (FRESH3, 0.83, 0.89),
+                          (FRESH4, 0.85, 0.91)],
                          ids=["pii_fresh", "pii_fresh2", "pii_fresh3", "pii_fresh4"])
 def test_default_detector_recall_on_fresh_phrasing(folder: Path, recall: float,
                                                    precision: float) -> None:
