@@ -84,8 +84,9 @@ class PiiDetector:
         self._cache: OrderedDict[tuple[bytes, float], list[Any]] = OrderedDict()
         # 1.1: weighted leak scores; 1.2: sensitive echo, given names, phones; 1.3: encoder NER,
         # times, prices and dates never addresses; 1.4: addresses without a street type;
-        # 1.4.1: a one-word place the encoder head is sure of is not demoted
-        self.version = f"1.4.1+{model}"
+        # 1.4.1: a one-word place the encoder head is sure of is not demoted; 1.5: the head
+        # knows the place list (GeoNames) and is four heads merged; a listed place is not demoted
+        self.version = f"1.5.0+{model}"
         self.process = process
         self._engine: Any = None
         self._head: Any = None

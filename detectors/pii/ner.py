@@ -27,12 +27,15 @@ import numpy as np
 from detectors.base import DetectorError
 
 HEAD_FILE = Path(__file__).parent / "data" / "ner_head.npz"
+# Towns, countries and states (GeoNames; ``pipeline/training/pii_places.py``), lower-cased.
+PLACES_FILE = Path(__file__).parent / "data" / "places.txt"
+PLACE_WORDS = 5  # the longest place name looked up, in tokenizer words
 TAGS = ("O", "B-PERSON", "I-PERSON", "B-LOCATION", "I-LOCATION")
 ENTITIES = ("PERSON", "LOCATION")
 # Spans scoring less are not returned: the stored text is redacted from the detector's
 # min_score (0.05), and below this the head's spans are mostly common words.
 MIN_SCORE = 0.3
-N_LEXICAL = 9
+N_LEXICAL = 10
 _SENTENCE_END = frozenset(".!?\n:;")
 
 Span = tuple[int, int, str, float]  # start, end, entity, score
@@ -59,10 +62,33 @@ EDGE_WORDS = frozenset(
 
 
 @cache
-def _given_names() -> frozenset[str]:
+def given_names() -> frozenset[str]:
     from detectors.pii.names import first_names
 
     return frozenset(n.casefold() for n in first_names())
+
+
+@cache
+def places() -> frozenset[str]:
+    try:
+        return frozenset(PLACES_FILE.read_text(encoding="utf-8").split("\n")) - {""}
+    except OSError as exc:
+        raise DetectorError(f"pii: the place list {PLACES_FILE} is missing "
+                            f"({type(exc).__name__}); pipeline/training/pii_places.py makes it"
+                            ) from exc
+
+
+def in_place_list(text: str, spans: Sequence[tuple[int, int]]) -> list[bool]:
+    """Per word, whether it is part of a run of up to ``PLACE_WORDS`` tokenizer words whose text
+    the place list holds, case ignored: "Wagga Wagga", "sligo", "Cluj-Napoca" (three words)."""
+    known = places()
+    out = [False] * len(spans)
+    for j in range(len(spans)):
+        for k in range(min(len(spans), j + PLACE_WORDS), j, -1):
+            if text[spans[j][0]:spans[k - 1][1]].casefold() in known:
+                out[j:k] = [True] * (k - j)
+                break
+    return out
 
 
 def words_of(text: str, offsets: np.ndarray, words: np.ndarray) -> tuple[list[tuple[int, int]],
@@ -83,9 +109,10 @@ def words_of(text: str, offsets: np.ndarray, words: np.ndarray) -> tuple[list[tu
 
 
 def _lexical(text: str, spans: Sequence[tuple[int, int]]) -> np.ndarray:
-    given = _given_names()
+    given = given_names()
     out = np.zeros((len(spans), N_LEXICAL), dtype=np.float32)
     caps = [text[s:e][:1].isupper() for s, e in spans]
+    place = in_place_list(text, spans)
     for j, (s, e) in enumerate(spans):
         w = text[s:e]
         k = s - 1  # the last non-space character before the word (a linear scan in all)
@@ -100,6 +127,7 @@ def _lexical(text: str, spans: Sequence[tuple[int, int]]) -> np.ndarray:
         out[j, 6] = j > 0 and caps[j - 1]
         out[j, 7] = j + 1 < len(spans) and caps[j + 1]
         out[j, 8] = "\n" in text[spans[j - 1][1] if j else 0:s]
+        out[j, 9] = place[j]
     return out
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import regex as re
 from presidio_analyzer import RecognizerResult
 
+from detectors.pii.ner import places
 from detectors.pii.recognizers import COUNTRIES
 
 NAME_LIKE = frozenset({"PERSON", "LOCATION"})
@@ -78,7 +79,8 @@ def demote_lone_places(text: str, results: Sequence[Any]) -> list[Any]:
             continue
         single = " " not in text[r.start:r.end].strip()
         line_start = "\n" in text[max(0, r.start - 2):r.start] or r.start == 0
-        if single and not line_start and not cued and r.score < CONFIDENT_PLACE:
+        if (single and not line_start and not cued and r.score < CONFIDENT_PLACE
+                and text[r.start:r.end].strip().casefold() not in places()):
             r.score = min(r.score, DEMOTED_SCORE)
     return out
 

