@@ -7,11 +7,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import numpy as np
+import regex as re
 
 from detectors.base import Context, ScoringInput, Turn
 from detectors.features import TOKEN_STATES, SentenceEncoder, shared_encoder
 from detectors.pii.detector import SPACY_MODEL, PiiDetector
-from detectors.pii.ner import TAGS, NerHead, decode
+from detectors.pii.ner import N_LEXICAL, TAGS, NerHead, decode
 from pipeline.scoring.suite import DetectorSuite
 
 TS = datetime(2026, 1, 1, tzinfo=UTC)
@@ -101,7 +102,7 @@ def test_decode_runs_and_punctuation() -> None:
 
 def test_head_file_matches_the_encoder() -> None:
     head = NerHead()
-    assert head.w1.shape[0] == 3 * SentenceEncoder.dim + 9 and head.w2.shape[1] == len(TAGS)
+    assert head.w1.shape[0] == 3 * SentenceEncoder.dim + N_LEXICAL and head.w2.shape[1] == len(TAGS)
 
 
 def test_spacy_stays_selectable() -> None:
@@ -125,10 +126,12 @@ def test_other_language_turns_keep_head_spans_redacted_but_unflagged(pii: PiiDet
     assert [(f.span, f.score) for f in found[None]] == [(f.span, f.score) for f in found["en"]]
 
 
-def test_a_lone_place_keeps_its_score_only_when_the_head_is_sure_of_it() -> None:
+def test_a_lone_place_keeps_its_score_only_when_the_head_is_sure_of_it_or_the_list_holds_it(
+) -> None:
     """A one-word place with no cue before it drops below the flagging cut (spaCy's fixed 0.85
     tagged surnames and companies as places), unless the NER scored it CONFIDENT_PLACE or more,
-    as the encoder head does for a place it reads from context; a cued place is never demoted."""
+    as the encoder head does for a place it reads from context, or the place list holds it; a
+    cued place is never demoted."""
     from presidio_analyzer import RecognizerResult
 
     from detectors.pii.postprocess import CONFIDENT_PLACE, DEMOTED_SCORE, demote_lone_places
@@ -138,10 +141,55 @@ def test_a_lone_place_keeps_its_score_only_when_the_head_is_sure_of_it() -> None
         return RecognizerResult("LOCATION", start, start + len(word), score,
                                 recognition_metadata={"recognizer_name": "SpacyRecognizer"})
 
-    text = "does the rail pass cover Stavanger as well"
-    sure, spacy, doubtful = (place(text, "Stavanger", s) for s in (0.97, 0.85, 0.6))
+    text = "does the rail pass cover Brackenfold as well"  # a made-up town, in no list
+    sure, spacy, doubtful = (place(text, "Brackenfold", s) for s in (0.97, 0.85, 0.6))
     assert demote_lone_places(text, [sure])[0].score == 0.97 >= CONFIDENT_PLACE
     assert demote_lone_places(text, [spacy])[0].score == DEMOTED_SCORE
     assert demote_lone_places(text, [doubtful])[0].score == DEMOTED_SCORE
-    cued = "the parcel is stuck in Stavanger"
-    assert demote_lone_places(cued, [place(cued, "Stavanger", 0.6)])[0].score == 0.6
+    listed = "does the rail pass cover Stavanger as well"
+    assert demote_lone_places(listed, [place(listed, "Stavanger", 0.6)])[0].score == 0.6
+    cued = "the parcel is stuck in Brackenfold"
+    assert demote_lone_places(cued, [place(cued, "Brackenfold", 0.6)])[0].score == 0.6
+
+
+def test_place_list_marks_whole_place_names_whatever_their_case() -> None:
+    """The head's place feature: every word of a listed name of up to PLACE_WORDS tokenizer
+    words, case ignored, the longest name first; words of no listed name stay unmarked."""
+    from detectors.pii.ner import in_place_list, places
+
+    def marked(text: str) -> list[str]:
+        words = [(m.start(), m.end()) for m in re.finditer(r"\w+|[^\w\s]", text)]
+        return [text[s:e] for (s, e), hit in zip(words, in_place_list(text, words), strict=True)
+                if hit]
+
+    assert len(places()) > 50_000
+    assert marked("we're a small team out of Wagga Wagga") == ["Wagga", "Wagga"]
+    assert marked("i moved to sligo in june") == ["sligo"]
+    assert marked("invoice from Cluj-Napoca please") == ["Cluj", "-", "Napoca"]
+    assert marked("the Brackenfold depot shut on Friday") == []
+
+
+def test_merged_head_gives_the_mean_of_its_members_logits() -> None:
+    """pipeline/training/pii_ner.merge: one head whose logits are the members' mean, each
+    member's input scaling folded in (random members, so no shipped number is assumed)."""
+    from pipeline.training.pii_ner import merge
+
+    rng = np.random.default_rng(3)
+
+    def member() -> dict[str, np.ndarray]:
+        return {"w1": rng.normal(size=(7, 4)).astype(np.float32),
+                "b1": rng.normal(size=4).astype(np.float32),
+                "w2": rng.normal(size=(4, 5)).astype(np.float32),
+                "b2": rng.normal(size=5).astype(np.float32),
+                "mean": rng.normal(size=7).astype(np.float32),
+                "scale": rng.uniform(0.5, 2.0, size=7).astype(np.float32)}
+
+    def logits(h: dict[str, np.ndarray], x: np.ndarray) -> np.ndarray:
+        z = np.maximum((x - h["mean"]) / h["scale"] @ h["w1"] + h["b1"], 0.0)
+        return np.asarray(z @ h["w2"] + h["b2"])
+
+    heads = [member() for _ in range(3)]
+    x = rng.normal(size=(6, 7)).astype(np.float32)
+    want = np.mean([logits(h, x) for h in heads], axis=0)
+    assert np.allclose(logits(merge(heads), x), want, atol=1e-4)
+    assert not np.allclose(logits(heads[0], x), want, atol=1e-2)

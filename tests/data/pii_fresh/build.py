@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
-FOLDERS = (HERE, HERE.parent / "pii_fresh2", HERE.parent / "pii_fresh3", HERE.parent / "pii_fresh4")
+FOLDERS = (HERE, HERE.parent / "pii_fresh2", HERE.parent / "pii_fresh3", HERE.parent / "pii_fresh4",
+           HERE.parent / "pii_fresh5")
 MARK = re.compile(r"\[([A-Z_]+):([^\]]+)\]")
 
 
