@@ -17,7 +17,8 @@ from presidio_analyzer import Pattern, RecognizerResult
 
 from detectors.pii.recognizers import ChatPatternRecognizer, WindowContextMixin, _context
 
-_HINT = re.compile(r"\d|(?i:corner of)")
+_HINT = re.compile(r"\d|(?i:corner of)|(?:Cottage|House|Farm|Barn|Forge|Granary|Grange|Hall|"
+                   r"Villa|Bungalow|Croft|Rectory|Vicarage|Stables|Chalet|Oast|Maltings)\b")
 _WORD = r"[\p{L}][\p{L}\p{M}'’.\-]*"
 _CAP = r"\p{Lu}[\p{L}\p{M}'’.\-]*"
 # _WORD and _CAP with at most 64 characters, where every word start of "A.A.A.A..." would
@@ -42,7 +43,8 @@ STREET_TYPES += (
     "radial|ramp|shoals?|stravenue|trafficway|underpass|unions?|viaduct|bluffs?|bottom|branch|"
     "bridge|brooks?|burgs?|canyon|cape|cliffs?|commons?|corners?|curve|dale|ferry|forges?|"
     "hollow|lights?|locks?|missions?|points|ports|ridges|roads|squares|streets|valleys|walks|"
-    "ways|harbou?rs|lanes|drives|courts|circles|crescents|loops|rows|trails|islands|expy|fwy"
+    "ways|harbou?rs|lanes|drives|courts|circles|crescents|loops|rows|trails|islands|expy|fwy|"
+    "cres|gdns|tce|pde"  # Crescent, Gardens, Terrace, Parade as written on letters
 )
 _MAIN_TYPES = "street|avenue|road|drive|lane|boulevard|terrace|court|place|square|way"
 # Street-type words written as the end of the name ("Bundesstrasse", "Þorsteinsgata", "-katu").
@@ -56,7 +58,7 @@ STREET_PREFIXES = (
     "boulevard|chemin|allée|praça|travessa|alameda|paseo|plaza|ulica|ul\\.|aleja|strada|camino|"
     "πλατεία|οδός"
 )
-UNIT = r"(?i:apt\.?|apartment|suite|ste\.|unit|flat|floor|fl\.|bldg\.?|building)"
+UNIT = r"(?i:apt\.?|apartment|suite|ste\.|unit|flat|floor|fl\.|bldg\.?|building|plot|bungalow)"
 ADDRESS_CONTEXT = [
     "address", "live", "lives", "living", "street", "moved", "move", "located", "ship",
     "shipping", "deliver", "delivery", "send", "sent", "mail", "billing", "meet", "corner",
@@ -74,12 +76,19 @@ _TAIL = re.compile(
 _MONTHS = ("jan|january|feb|february|mar|march|apr|april|may|jun|june|jul|july|aug|august|"
            "sep|sept|september|oct|october|nov|november|dec|december")
 NO_TYPE = "number, name (no street type)"
+HOUSE = "house name"
+# Public buildings, not homes: "Town Hall", "the Opera House", "Guest House".
+_PUBLIC = r"(?:Town|City|Village|Church|Opera|Court|Coffee|Guest|Open|White|Public|Music|Club)"
+# The last word of a house's name ("Ivy Cottage", "The Old Forge", "Glenview House"); with no
+# number, such a name is kept only with the evidence a NO_TYPE address needs.
+HOUSE_WORDS = ("Cottage|Cottages|House|Farm|Farmhouse|Barn|Forge|Granary|Grange|Hall|Villa|"
+               "Bungalow|Croft|Rectory|Vicarage|Stables|Lodge|Manor|Mill|Chalet|Oast|Maltings")
 # A name word: capitalised and then lower-case (not "GB", "PM"), at most 40 letters.
 _NAME = (r"(?!(?i:apt|apartment|suite|unit|flat|floor|bldg|building)\b)"
          r"\p{Lu}\p{Ll}[\p{L}\p{M}'’\-]{1,39}")
 # Words a house number may follow; a number after any other word ("iPhone 15 Pro", "buy 2
 # Large") is not taken without a street type.
-_NO_TYPE_BEFORE = r"\b(?:to|at|is|was|it'?s|it’s|from|in|address)"
+_NO_TYPE_BEFORE = r"\b(?:to|at|is|was|it'?s|it’s|from|in|into|address)"
 # Evidence for a NO_TYPE candidate: a place, postcode or unit after it, a unit before it, or an
 # address cue right before it ("live at", "deliver to", "my address is", "send it to").
 _NOT_NAMES = re.compile(
@@ -90,7 +99,12 @@ _NOT_NAMES = re.compile(
     r"seats?|bags?|boxes|bottles?|cups?|slices?|inches|feet|miles|percent|dollars?|euros?|"
     r"pounds?|points?|gb|tb|mb|gbps|mbps)")
 _TO_BEFORE = re.compile(r"(?i:\bto)[ \t]*$")
-_PLACE_AFTER = re.compile(r"[ \t]*(?:,|[ \t]in\b)[ \t]*")
+_PLACE_AFTER = re.compile(r"[ \t]*(?:,|[ \t](?:in|near)\b)[ \t]*")
+_PLACE_WORD = re.compile(r"[\p{L}][\p{L}\p{M}'’\-]*")
+_STREET_AFTER = re.compile(rf"[ \t]*,[ \t]*(?:{_CAP}[ \t]+){{1,3}}(?i:{STREET_TYPES})\b")
+# Words after a candidate that name it an address ("recorded 2 Kingsmead as the supply address")
+_ADDRESS_AFTER = re.compile(r"[ \t]+(?i:as|is)[ \t]+(?i:the|my|our|your|his|her|their)?[ \t]*"
+                            r"(?:\p{L}+[ \t]+)?(?i:address)\b")
 _POSTCODE_AFTER = re.compile(
     r"[ \t]*,?[ \t]*(?:\p{Lu}[\p{L}\p{M}'’\-]{1,39}[ \t]*,?[ \t]+)?"
     r"(?:\p{Lu}{1,2}\d[\dA-Z]?[ \t]?\d\p{Lu}{2}|\d{4,5}(?:-\d{4})?)\b")
@@ -98,16 +112,39 @@ _UNIT_AFTER = re.compile(rf"[ \t]*,?[ \t]*(?:{UNIT}|#)[ \t]*#?[ \t]*\d")
 _UNIT_BEFORE = re.compile(rf"(?:{UNIT}|(?i:house|block))[ \t]*#?[ \t]*\w{{1,5}}[ \t]*,?[ \t]*$")
 _CUE_BEFORE = re.compile(
     r"(?i:\b(?:live[sd]?|living|moved|staying|go(?:es|ing)?|went|head(?:ed|ing)?|"
-    r"deliver(?:ed)?|ship(?:ped)?|send|sent|post(?:ed)?|"
+    r"deliver(?:ed)?|ship(?:ped)?|send|sent|post(?:ed)?|come|came|coming|"
     r"mail(?:ed)?|forward(?:ed)?|collect|return(?:ed)?)(?:[ \t]+(?:it|them|this|that|these|"
-    r"everything|over|back))?[ \t]+(?:to|at|from)|\baddress(?:[ \t]+(?:is|was))?|"
+    r"everything|over|back|round))?[ \t]+(?:to|at|from)|\baddress(?:[ \t]+(?:is|was))?|"
+    r"\b(?:moved|moving|move)[ \t]+into|\bvisit(?:s|ing)?|"
     r"\b(?:i'?m|i’m|we'?re|we’re|i[ \t]+am|we[ \t]+are)[ \t]+at)[ \t]*:?[ \t]*$")
 
 
+def _listed_place_at(text: str, pos: int) -> int | None:
+    """The end of the longest run of up to four words at ``pos`` that the place list holds."""
+    from detectors.pii.ner import places
+
+    known = places()
+    words = []
+    p = pos
+    for _ in range(4):
+        m = _PLACE_WORD.match(text, p)
+        if m is None:
+            break
+        words.append(m.end())
+        gap = re.match(r"[ \t]+", text[m.end():m.end() + 4])
+        if gap is None:
+            break
+        p = m.end() + gap.end()
+    return next((e for e in reversed(words) if text[pos:e].casefold() in known), None)
+
+
 def _no_type_evidence(text: str, r: RecognizerResult, places: list[tuple[int, int]]) -> bool:
-    """Whether "41 Kinloch" is an address: not a date or quantity, and an address cue before it
-    ("live at", "send it to"), a unit before or after it, or a place (the NER's) or a postcode
-    after a comma, which the span then takes in. Without evidence it is dropped."""
+    """Whether "41 Kinloch" or "Glenview House" is an address: not a date or quantity, and an
+    address cue before it ("live at", "send it to", "visit") or after it ("as the supply
+    address"), a unit before or after it, a street line after a comma, or a place (the NER's or
+    the place list's) or a postcode after a comma, which the span then takes in. Without
+    evidence it is dropped. A house name takes a place after a comma or "near", not after
+    "in"."""
     if any(_NOT_NAMES.fullmatch(w) for w in re.findall(r"[\p{L}\p{M}'’\-]+",
                                                        text[r.start:r.end])):
         return False
@@ -116,12 +153,17 @@ def _no_type_evidence(text: str, r: RecognizerResult, places: list[tuple[int, in
         if _TO_BEFORE.search(before):  # "upgraded to 14 Sonoma, London": "to" needs a cue
             return False
         place = _PLACE_AFTER.match(text, r.end)
+        if place and _pattern(r) == HOUSE and "in" in place.group():
+            place = None  # "the Teriyaki House in Brisbane" is a restaurant
         end = next((e for s, e in places if place and s == place.end()), None)
+        if end is None and place:
+            end = _listed_place_at(text, place.end())
         if end is None and (postcode := _POSTCODE_AFTER.match(text, r.end)):
             end = postcode.end()
         if end is not None:
             r.end = end
-        elif not (_UNIT_AFTER.match(text, r.end) or _UNIT_BEFORE.search(before)):
+        elif not (_UNIT_AFTER.match(text, r.end) or _UNIT_BEFORE.search(before)
+                  or _STREET_AFTER.match(text, r.end) or _ADDRESS_AFTER.match(text, r.end)):
             return False
     return True
 
@@ -171,6 +213,7 @@ class StreetAddressRecognizer(WindowContextMixin, ChatPatternRecognizer):
                 rf"\b\d{{3,6}}[ \t]+\d{{1,5}}[ \t]+{_WORD}(?:[ \t]+{_WORD}){{0,3}}", 0.4),
         Pattern("name, number (weak)",
                 rf"\b{_CAP}(?:[ \t]+(?:{_CAP}|(?:de|do|da|del|di|la|le|van|von|der|den)))*"
+                r"(?<![.!?])"  # "AGAIN. 23 Foxglove": a sentence's end is not a street name
                 r"[ \t]+\d{1,5}[A-Za-z]?\b(?:[ \t]+(?i:st|street|rd|road|ave)\b\.?)?", 0.15),
         Pattern("unit", rf"\b{UNIT}[ \t]*#?[ \t]*\d{{1,5}}[A-Za-z]?\b", 0.3),
         Pattern("PO box", r"\b(?i:p\.?[ \t]?o\.?[ \t]*box|postbox)[ \t]+\d{1,6}\b", 0.6),
@@ -182,9 +225,13 @@ class StreetAddressRecognizer(WindowContextMixin, ChatPatternRecognizer):
                 r"FPO[ \t]+A[AEP][ \t]+\d{5}",
                 0.7),
         # "41 Kinloch", "230 Kingsmead": no street word, so kept only with evidence (below).
-        Pattern(NO_TYPE, rf"(?<![\w.,])(?=\d)(?<=(?:^|[\n,:;(]|(?<![\p{{L}}\p{{M}}'’])"
+        Pattern(NO_TYPE, rf"(?<![\w.,])(?=\d)(?<=(?:^|[\n,:;(.!?]|(?<![\p{{L}}\p{{M}}'’])"
                 rf"(?i:{_NO_TYPE_BEFORE}))[ \t]{{0,8}})\d{{1,5}}[A-Za-z]?"
                 rf"(?:[ \t]{{1,4}}{_NAME}){{1,3}}(?![\p{{L}}\p{{M}}\d])", 0.5),
+        # "Ivy Cottage", "The Old Forge", "Kilnworth Barn": kept only with evidence (below).
+        Pattern(HOUSE, rf"(?<![\p{{L}}\p{{M}}])(?!{_PUBLIC}[ \t])"
+                rf"(?:The[ \t]+(?:{_NAME}[ \t]+){{0,2}}|(?:{_NAME}[ \t]+){{1,2}})"
+                rf"(?:{HOUSE_WORDS})(?![\p{{L}}\p{{M}}])", 0.5),
         Pattern("corner of",
                 rf"(?i:corner of)[ \t]+(?:{_WORD}[ \t]+|\d{{1,5}}[ \t]+){{1,4}}?(?i:and|&)[ \t]+"
                 rf"(?:{_WORD}[ \t]+){{0,3}}{_WORD}", 0.5),
@@ -210,7 +257,7 @@ class StreetAddressRecognizer(WindowContextMixin, ChatPatternRecognizer):
         places = _places(nlp_artifacts)
         results = sorted((r for r in super().analyze(text, entities, nlp_artifacts, regex_flags)
                           if not _time_price_or_date(text, r.start, r.end)
-                          and (_pattern(r) != NO_TYPE
+                          and (_pattern(r) not in (NO_TYPE, HOUSE)
                                or _no_type_evidence(text, r, places))),
                          key=lambda r: (r.start, -r.end))
         merged: list[tuple[RecognizerResult, int]] = []

@@ -85,8 +85,10 @@ class PiiDetector:
         # 1.1: weighted leak scores; 1.2: sensitive echo, given names, phones; 1.3: encoder NER,
         # times, prices and dates never addresses; 1.4: addresses without a street type;
         # 1.4.1: a one-word place the encoder head is sure of is not demoted; 1.5: the head
-        # knows the place list (GeoNames) and is four heads merged; a listed place is not demoted
-        self.version = f"1.5.0+{model}"
+        # knows the place list (GeoNames) and is four heads merged; a listed place is not demoted;
+        # 1.5.1: house names, listed towns, "moved into" and "as the ... address" as address
+        # evidence
+        self.version = f"1.5.1+{model}"
         self.process = process
         self._engine: Any = None
         self._head: Any = None

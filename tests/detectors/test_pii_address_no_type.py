@@ -45,6 +45,18 @@ def _addresses(det: PiiDetector, text: str, flagged: bool = True) -> list[str]:
     ("collect from 15 Birchwood after five", ["15 Birchwood"]),
     # two in one text
     ("ship to 3 Lowther, Carlisle, not 5 Lowther", ["3 Lowther, Carlisle"]),
+    # a town the place list holds after the comma, after a sentence's end
+    ("left in the rain AGAIN. 23 Foxglove, Kendal. not good enough", ["23 Foxglove, Kendal"]),
+    # "moved into", "visit" and "come to" are cues too
+    ("we moved into 8 Sandpiper last month", ["8 Sandpiper"]),
+    # a house name: a town after a comma or "near", a street line after it, or a cue before it
+    ("leave it with reception at Thornfield House, Ilkley please", ["Thornfield House, Ilkley"]),
+    ("the boiler at Rowan Cottage, Mill Lane, Dunsop Bridge is dead",
+     ["Rowan Cottage, Mill Lane"]),
+    ("our holiday let at Hazel Barn near Skipton has no heating", ["Hazel Barn near Skipton"]),
+    ("can the engineer come to The Old Dairy Farm tomorrow", ["The Old Dairy Farm"]),
+    # abbreviated street types as letters write them
+    ("post it to 41 Juniper Cres please", ["41 Juniper Cres"]),
 ])
 def test_addresses_without_a_street_type(pii: PiiDetector, text: str,
                                          addresses: list[str]) -> None:
@@ -71,6 +83,11 @@ def test_addresses_without_a_street_type(pii: PiiDetector, text: str,
     "see chapter 12 Summary, Oxford edition",
     "version 2 Beta, Berlin build is broken",
     "send it to 4 People in Bristol",
+    # restaurants, public buildings and products named like houses
+    "I booked a table at the Noodle House in Cardiff",
+    "the vote is at the Town Hall, Leeds on Monday",
+    "the Farmhouse Kitchen range is 4.99 a jar",
+    "Glenfield House said they have no record of me",
 ])
 def test_near_misses_are_not_addresses(pii: PiiDetector, text: str) -> None:
     assert _addresses(pii, text, flagged=False) == []

@@ -10,7 +10,10 @@ until that change was frozen, scored once: 0.869 / 0.928. pii 1.5.0 (a place lis
 head, four heads merged) was chosen on presidio-synth dev and rounds 1-3 with round 4 unread;
 then round 4 gave 0.898 / 0.918 and round 2 fell to 0.846 / 0.905; tests/data/pii_fresh5,
 written blind and sealed until 1.5.0 was committed, scored once: 0.883 / 0.914 (1.4.1: 0.872 /
-0.918). The floors leave about 0.02 for the int8 kernels, which differ between CPUs (round 3
+0.918). pii 1.5.1 (house names and more address evidence) was written from the address misses
+of rounds 1-5, so none of them is blind any more: 0.985, 0.934, 0.899, 0.932 and 0.913 recall.
+tests/data/pii_fresh6, written blind and sealed until 1.5.1 was committed, was scored once. The
+floors leave about 0.02 for the int8 kernels, which differ between CPUs (round 3
 gave 0.823 on an AVX2-only EPYC and 0.829 with AVX-512 VNNI, the same code)."""
 
 from __future__ import annotations
@@ -61,8 +64,8 @@ def test_fresh_set_is_well_formed_and_in_step_with_its_source(folder: Path,
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("folder", "recall", "precision"),
-                         [(FRESH, 0.96, 0.94), (FRESH2, 0.82, 0.88), (FRESH3, 0.86, 0.89),
-                          (FRESH4, 0.87, 0.89), (FRESH5, 0.86, 0.89)],
+                         [(FRESH, 0.96, 0.94), (FRESH2, 0.91, 0.92), (FRESH3, 0.87, 0.91),
+                          (FRESH4, 0.91, 0.89), (FRESH5, 0.89, 0.90)],
                          ids=["pii_fresh", "pii_fresh2", "pii_fresh3", "pii_fresh4",
                               "pii_fresh5"])
 def test_default_detector_recall_on_fresh_phrasing(folder: Path, recall: float,
