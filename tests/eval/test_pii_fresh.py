@@ -13,8 +13,9 @@ written blind and sealed until 1.5.0 was committed, scored once: 0.883 / 0.914 (
 0.918). pii 1.5.1 (house names and more address evidence) was written from the address misses
 of rounds 1-5, so none of them is blind any more: 0.985, 0.934, 0.899, 0.932 and 0.913 recall.
 tests/data/pii_fresh6, written blind and sealed until 1.5.1 was committed (7aa7522), scored once:
-0.899 / 0.900 (1.5.0: 0.880 / 0.878; 1.4.1: 0.861 / 0.856). The floors leave about 0.02 for the int8 kernels, which differ between CPUs (round 3
-gave 0.823 on an AVX2-only EPYC and 0.829 with AVX-512 VNNI, the same code)."""
+0.899 / 0.900 (1.5.0: 0.880 / 0.878; 1.4.1: 0.861 / 0.856). The floors leave about 0.02 for
+the int8 kernels, which differ between CPUs (round 3 gave 0.823 on an AVX2-only EPYC and 0.829
+with AVX-512 VNNI, the same code)."""
 
 from __future__ import annotations
 
