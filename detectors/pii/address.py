@@ -44,7 +44,8 @@ STREET_TYPES += (
     "bridge|brooks?|burgs?|canyon|cape|cliffs?|commons?|corners?|curve|dale|ferry|forges?|"
     "hollow|lights?|locks?|missions?|points|ports|ridges|roads|squares|streets|valleys|walks|"
     "ways|harbou?rs|lanes|drives|courts|circles|crescents|loops|rows|trails|islands|expy|fwy|"
-    "cres|gdns|tce|pde"  # Crescent, Gardens, Terrace, Parade as written on letters
+    "cres|gdns|tce|pde|"  # Crescent, Gardens, Terrace, Parade as written on letters
+    "rise|reach|buildings"
 )
 _MAIN_TYPES = "street|avenue|road|drive|lane|boulevard|terrace|court|place|square|way"
 # Street-type words written as the end of the name ("Bundesstrasse", "Þorsteinsgata", "-katu").
@@ -77,6 +78,8 @@ _MONTHS = ("jan|january|feb|february|mar|march|apr|april|may|jun|june|jul|july|a
            "sep|sept|september|oct|october|nov|november|dec|december")
 NO_TYPE = "number, name (no street type)"
 HOUSE = "house name"
+NAMED_HOUSE = "house name, street line"
+NAMED_HOUSE_BACKED = 0.5
 # Public buildings, not homes: "Town Hall", "the Opera House", "Guest House".
 _PUBLIC = r"(?:Town|City|Village|Church|Opera|Court|Coffee|Guest|Open|White|Public|Music|Club)"
 # The last word of a house's name ("Ivy Cottage", "The Old Forge", "Glenview House"); with no
@@ -88,17 +91,24 @@ _NAME = (r"(?!(?i:apt|apartment|suite|unit|flat|floor|bldg|building)\b)"
          r"\p{Lu}\p{Ll}[\p{L}\p{M}'’\-]{1,39}")
 # Words a house number may follow; a number after any other word ("iPhone 15 Pro", "buy 2
 # Large") is not taken without a street type.
-_NO_TYPE_BEFORE = r"\b(?:to|at|is|was|it'?s|it’s|from|in|into|address)"
+_NO_TYPE_BEFORE = (r"\b(?:to|at|is|was|it'?s|it’s|from|in|into|address|for|outside|opposite|"
+                   r"behind)")
 # Evidence for a NO_TYPE candidate: a place, postcode or unit after it, a unit before it, or an
 # address cue right before it ("live at", "deliver to", "my address is", "send it to").
 _NOT_NAMES = re.compile(
     rf"(?i:{_MONTHS}|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun|(?:mon|tues|wednes|thurs|fri|"
     r"satur|sun)day)|(?i:large|small|medium|regular|pro|max|"
+    # a business named by its number ("1512 Barber Shop", "7 Stages Theatre")
+    r"shops?|theatre|theater|cafe|café|restaurant|bar|grill|brasserie|hotel|inn|salon|studio|"
+    r"cinema|bakery|kitchen|pizzeria|diner|club|pub|market|stores?|gym|spa|clinic|"
     r"plus|mini|ultra|lite|edition|items?|units?|pieces?|pcs|packs?|people|persons?|adults?|"
     r"kids|children|friends|colleagues|guests|members|customers|users|staff|days?|hours?|minutes?|mins?|weeks?|months?|years?|nights?|stars?|tickets?|"
     r"seats?|bags?|boxes|bottles?|cups?|slices?|inches|feet|miles|percent|dollars?|euros?|"
     r"pounds?|points?|gb|tb|mb|gbps|mbps)")
 _TO_BEFORE = re.compile(r"(?i:\bto)[ \t]*$")
+# A house number right after "at" or "outside" is a door ("the bin at 23 Millbrook", "outside
+# 3 The Shambles"); quantities, times and sizes are already out (_NOT_NAMES).
+_AT_BEFORE = re.compile(r"(?i:\b(?:at|outside|opposite|behind))[ \t]*$")
 _PLACE_AFTER = re.compile(r"[ \t]*(?:,|[ \t](?:in|near)\b)[ \t]*")
 _PLACE_WORD = re.compile(r"[\p{L}][\p{L}\p{M}'’\-]*")
 _STREET_AFTER = re.compile(rf"[ \t]*,[ \t]*(?:{_CAP}[ \t]+){{1,3}}(?i:{STREET_TYPES})\b")
@@ -149,23 +159,26 @@ def _no_type_evidence(text: str, r: RecognizerResult, places: list[tuple[int, in
                                                        text[r.start:r.end])):
         return False
     before = text[max(0, r.start - 40):r.start]
-    if not _CUE_BEFORE.search(before):
-        if _TO_BEFORE.search(before):  # "upgraded to 14 Sonoma, London": "to" needs a cue
-            return False
-        place = _PLACE_AFTER.match(text, r.end)
-        if place and _pattern(r) == HOUSE and "in" in place.group():
-            place = None  # "the Teriyaki House in Brisbane" is a restaurant
-        end = next((e for s, e in places if place and s == place.end()), None)
-        if end is None and place:
-            end = _listed_place_at(text, place.end())
-        if end is None and (postcode := _POSTCODE_AFTER.match(text, r.end)):
-            end = postcode.end()
-        if end is not None:
-            r.end = end
-        elif not (_UNIT_AFTER.match(text, r.end) or _UNIT_BEFORE.search(before)
-                  or _STREET_AFTER.match(text, r.end) or _ADDRESS_AFTER.match(text, r.end)):
-            return False
-    return True
+    cued = bool(_CUE_BEFORE.search(before)
+                or (_pattern(r) in (NO_TYPE, NAMED_HOUSE) and _AT_BEFORE.search(before)))
+    if not cued and _TO_BEFORE.search(before):  # "upgraded to 14 Sonoma, London": needs a cue
+        return False
+    place = _PLACE_AFTER.match(text, r.end)
+    if place and _pattern(r) == HOUSE and "in" in place.group():
+        place = None  # "the Teriyaki House in Brisbane" is a restaurant
+    end = next((e for s, e in places if place and s == place.end()), None)
+    if end is None and place:
+        end = _listed_place_at(text, place.end())
+    if end is None and (postcode := _POSTCODE_AFTER.match(text, r.end)):
+        end = postcode.end()
+    if end is not None:
+        r.end = end
+    backed = end is not None or cued or bool(
+        _UNIT_AFTER.match(text, r.end) or _UNIT_BEFORE.search(before)
+        or _STREET_AFTER.match(text, r.end) or _ADDRESS_AFTER.match(text, r.end))
+    if backed and _pattern(r) == NAMED_HOUSE:
+        r.score = NAMED_HOUSE_BACKED  # with evidence, flagged with the street line it holds
+    return backed
 
 
 def _places(nlp_artifacts: Any) -> list[tuple[int, int]]:
@@ -232,6 +245,11 @@ class StreetAddressRecognizer(WindowContextMixin, ChatPatternRecognizer):
         Pattern(HOUSE, rf"(?<![\p{{L}}\p{{M}}])(?!{_PUBLIC}[ \t])"
                 rf"(?:The[ \t]+(?:{_NAME}[ \t]+){{0,2}}|(?:{_NAME}[ \t]+){{1,2}})"
                 rf"(?:{HOUSE_WORDS})(?![\p{{L}}\p{{M}}])", 0.5),
+        # "Rosedene, Mill Road", "Larkspur, Back Lane": a name, then a street line; kept only
+        # with evidence, like the two above.
+        Pattern(NAMED_HOUSE, rf"(?<![\p{{L}}\p{{M}}])(?:{_NAME}[ \t]+){{0,2}}{_NAME},[ \t]*"
+                rf"(?:{_CAP}[ \t]+){{1,3}}(?i:{_MAIN_TYPES}|close|crescent|grove|gardens)\b",
+                0.35),  # under the street line's 0.4, which presidio would drop as contained
         Pattern("corner of",
                 rf"(?i:corner of)[ \t]+(?:{_WORD}[ \t]+|\d{{1,5}}[ \t]+){{1,4}}?(?i:and|&)[ \t]+"
                 rf"(?:{_WORD}[ \t]+){{0,3}}{_WORD}", 0.5),
@@ -257,7 +275,7 @@ class StreetAddressRecognizer(WindowContextMixin, ChatPatternRecognizer):
         places = _places(nlp_artifacts)
         results = sorted((r for r in super().analyze(text, entities, nlp_artifacts, regex_flags)
                           if not _time_price_or_date(text, r.start, r.end)
-                          and (_pattern(r) not in (NO_TYPE, HOUSE)
+                          and (_pattern(r) not in (NO_TYPE, HOUSE, NAMED_HOUSE)
                                or _no_type_evidence(text, r, places))),
                          key=lambda r: (r.start, -r.end))
         merged: list[tuple[RecognizerResult, int]] = []

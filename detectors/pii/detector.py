@@ -87,8 +87,9 @@ class PiiDetector:
         # 1.4.1: a one-word place the encoder head is sure of is not demoted; 1.5: the head
         # knows the place list (GeoNames) and is four heads merged; a listed place is not demoted;
         # 1.5.1: house names, listed towns, "moved into" and "as the ... address" as address
-        # evidence
-        self.version = f"1.5.1+{model}"
+        # evidence; 1.5.2: a number after "at"/"outside", a house's name before its street line, a
+        # full name that is a listed place is a place
+        self.version = f"1.5.2+{model}"
         self.process = process
         self._engine: Any = None
         self._head: Any = None

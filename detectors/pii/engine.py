@@ -318,7 +318,8 @@ def _chunks(text: str) -> list[tuple[int, str]]:
 def _postprocess(text: str, found: list[Any]) -> list[Any]:
     from detectors.pii import postprocess as post
 
-    return post.propagate_names(text, post.demote_lone_places(text, post.resolve(text, found)))
+    return post.propagate_names(text, post.demote_lone_places(
+        text, post.listed_places(text, post.resolve(text, found))))
 
 
 # The encoder head's spans of the chunks being analysed, by chunk text (a text's spans depend

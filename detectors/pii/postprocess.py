@@ -60,6 +60,25 @@ _COUNTRY = re.compile(rf"(?i:{COUNTRIES})")
 _PLACE_WORD = re.compile(r"(?i)\b(?:in|from|to|at|near|visit|visiting|around|across)\s*$")
 
 
+def listed_places(text: str, results: Sequence[Any]) -> list[Any]:
+    """A name of two words or more (the NER's, or a given name and surname) that is, whole, a
+    place of the place list ("Milton Keynes", "Santiago de Compostela") is a place: full names
+    are rarely town names, though one word alone often is ("Adams", "Morales"), so single words
+    are left to the NER. Where the NER already has that place, the name is dropped."""
+    known = places()
+    out = []
+    for r in results:
+        name = " ".join(text[r.start:r.end].split())
+        if (r.entity_type == "PERSON" and " " in name and name.casefold() in known
+                and _recognizer(r) in ("SpacyRecognizer", "GivenNameRecognizer")):
+            if any(o.entity_type == "LOCATION" and (o.start, o.end) == (r.start, r.end)
+                   for o in results):
+                continue
+            r.entity_type = "LOCATION"
+        out.append(r)
+    return out
+
+
 def demote_lone_places(text: str, results: Sequence[Any]) -> list[Any]:
     """One-word NER places with no place cue drop below the flagging cut, except country names
     and places the NER scores ``CONFIDENT_PLACE`` or more;

@@ -57,6 +57,12 @@ def _addresses(det: PiiDetector, text: str, flagged: bool = True) -> list[str]:
     ("can the engineer come to The Old Dairy Farm tomorrow", ["The Old Dairy Farm"]),
     # abbreviated street types as letters write them
     ("post it to 41 Juniper Cres please", ["41 Juniper Cres"]),
+    # a door: right after "at" or "outside"; "for" before a number with a town after it
+    ("the skip at 14 Marlowe has been there a month", ["14 Marlowe"]),
+    ("the driver is outside 6 The Coppice now", ["6 The Coppice"]),
+    ("the permit for 31 Eastgate, Beverley is approved", ["31 Eastgate, Beverley"]),
+    # a house's name before its street line, with evidence
+    ("the gutters at Woodlea, Station Road are blocked", ["Woodlea, Station Road"]),
 ])
 def test_addresses_without_a_street_type(pii: PiiDetector, text: str,
                                          addresses: list[str]) -> None:
@@ -88,6 +94,17 @@ def test_addresses_without_a_street_type(pii: PiiDetector, text: str,
     "the vote is at the Town Hall, Leeds on Monday",
     "the Farmhouse Kitchen range is 4.99 a jar",
     "Glenfield House said they have no record of me",
+    # a business named by its number after "at"
+    "see you at 1512 Barber Shop at noon",
+    "we met at 7 Stages Theatre for the show",
 ])
 def test_near_misses_are_not_addresses(pii: PiiDetector, text: str) -> None:
     assert _addresses(pii, text, flagged=False) == []
+
+
+def test_a_greeting_before_a_street_line_is_not_a_house_name(pii: PiiDetector) -> None:
+    """The street line alone is redacted, as before; the name greeted before it is not taken
+    into the address for want of evidence."""
+    text = "Thanks Maria, Church Road is closed for resurfacing"
+    assert _addresses(pii, text, flagged=False) == ["Church Road"]
+    assert _addresses(pii, text) == []

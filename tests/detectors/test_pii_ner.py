@@ -193,3 +193,30 @@ def test_merged_head_gives_the_mean_of_its_members_logits() -> None:
     want = np.mean([logits(h, x) for h in heads], axis=0)
     assert np.allclose(logits(merge(heads), x), want, atol=1e-4)
     assert not np.allclose(logits(heads[0], x), want, atol=1e-2)
+
+
+def test_a_full_name_that_is_a_listed_place_is_a_place() -> None:
+    """Two words or more that the place list holds whole ("Milton Keynes") are a place, even
+    where the given-name recognizer read a name and a surname; one word alone ("Adams") is left
+    to the NER, since surnames are towns too."""
+    from presidio_analyzer import RecognizerResult
+
+    from detectors.pii.postprocess import listed_places
+
+    def found(text: str, words: str, entity: str, recognizer: str) -> RecognizerResult:
+        start = text.index(words)
+        return RecognizerResult(entity, start, start + len(words), 0.6,
+                                recognition_metadata={"recognizer_name": recognizer})
+
+    text = "is the gym in Milton Keynes open on Sunday"
+    out = listed_places(text, [found(text, "Milton Keynes", "PERSON", "GivenNameRecognizer")])
+    assert [(r.entity_type, text[r.start:r.end]) for r in out] == [("LOCATION", "Milton Keynes")]
+    both = [found(text, "Milton Keynes", "LOCATION", "SpacyRecognizer"),
+            found(text, "Milton Keynes", "PERSON", "GivenNameRecognizer")]
+    assert [r.entity_type for r in listed_places(text, both)] == ["LOCATION"]
+    alone = "ask Adams in billing"
+    assert listed_places(alone, [found(alone, "Adams", "PERSON", "SpacyRecognizer")]
+                         )[0].entity_type == "PERSON"
+    person = "ask Maria Gonzalez in billing"
+    assert listed_places(person, [found(person, "Maria Gonzalez", "PERSON", "SpacyRecognizer")]
+                         )[0].entity_type == "PERSON"
