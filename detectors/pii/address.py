@@ -226,7 +226,6 @@ class StreetAddressRecognizer(WindowContextMixin, ChatPatternRecognizer):
                 rf"\b\d{{3,6}}[ \t]+\d{{1,5}}[ \t]+{_WORD}(?:[ \t]+{_WORD}){{0,3}}", 0.4),
         Pattern("name, number (weak)",
                 rf"\b{_CAP}(?:[ \t]+(?:{_CAP}|(?:de|do|da|del|di|la|le|van|von|der|den)))*"
-                r"(?<![.!?])"  # "AGAIN. 23 Foxglove": a sentence's end is not a street name
                 r"[ \t]+\d{1,5}[A-Za-z]?\b(?:[ \t]+(?i:st|street|rd|road|ave)\b\.?)?", 0.15),
         Pattern("unit", rf"\b{UNIT}[ \t]*#?[ \t]*\d{{1,5}}[A-Za-z]?\b", 0.3),
         Pattern("PO box", r"\b(?i:p\.?[ \t]?o\.?[ \t]*box|postbox)[ \t]+\d{1,6}\b", 0.6),
@@ -275,6 +274,7 @@ class StreetAddressRecognizer(WindowContextMixin, ChatPatternRecognizer):
         places = _places(nlp_artifacts)
         results = sorted((r for r in super().analyze(text, entities, nlp_artifacts, regex_flags)
                           if not _time_price_or_date(text, r.start, r.end)
+                          and not _sentence_end_before_number(text, r)
                           and (_pattern(r) not in (NO_TYPE, HOUSE, NAMED_HOUSE)
                                or _no_type_evidence(text, r, places))),
                          key=lambda r: (r.start, -r.end))
@@ -301,6 +301,17 @@ _LEADING = re.compile(r"\d+")
 _TRAILING = re.compile(r"\d+$")
 _TIME_AFTER = re.compile(r"[ \t]*(?i:[ap]\.?m\b|o'?clock\b|dollars?\b|euros?\b|pounds?\b|"
                          r"bucks\b|cents?\b|usd\b|eur\b|gbp\b|%|percent\b)|:\d\d\b|[.,]\d")
+
+
+_END_THEN_NUMBER = re.compile(r"[.!?][ \t]+\d")
+
+
+def _sentence_end_before_number(text: str, r: RecognizerResult) -> bool:
+    """"AGAIN. 23 Foxglove": the weak "Name 12" pattern ran over a sentence's end, which is no
+    street name (a check after the match: a look-behind in the pattern made it quadratic on
+    "Mr. Mr. Mr. ...")."""
+    return (_pattern(r) == "name, number (weak)"
+            and _END_THEN_NUMBER.search(text, r.start, r.end) is not None)
 
 
 def _time_price_or_date(text: str, start: int, end: int) -> bool:
