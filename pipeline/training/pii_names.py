@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+from collections.abc import Callable
 from pathlib import Path
 
 import regex as re
@@ -72,13 +73,20 @@ def given_names(locales: tuple[str, ...] = LOCALES) -> list[str]:
     return sorted(names)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", type=Path, default=FIRST_NAMES_FILE)
+def write_word_list(doc: str, default: Path, make: Callable[[], list[str]], what: str) -> None:
+    """The command line of a shipped word list: ``--out`` (default ``default``), one entry a
+    line. ``pii_places`` uses it too."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--out", type=Path, default=default)
     args = ap.parse_args()
-    names = given_names()
-    args.out.write_text("\n".join(names) + "\n", encoding="utf-8")
-    print(f"{len(names)} given names from {len(LOCALES)} locales -> {args.out}")
+    words = make()
+    args.out.write_text("\n".join(words) + "\n", encoding="utf-8")
+    print(f"{len(words)} {what} -> {args.out}")
+
+
+def main() -> None:
+    write_word_list(__doc__, FIRST_NAMES_FILE, given_names,
+                    f"given names from {len(LOCALES)} locales")
 
 
 if __name__ == "__main__":

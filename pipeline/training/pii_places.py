@@ -15,13 +15,12 @@ Nothing here reads any evaluation set.
 
 from __future__ import annotations
 
-import argparse
 import unicodedata
-from pathlib import Path
 
 import regex as re
 
 from detectors.pii.ner import NEVER_ENTITY, PLACES_FILE
+from pipeline.training.pii_names import write_word_list
 
 MIN_POPULATION = 5000
 _NAME = re.compile(r"[\p{Latin}\p{M}][\p{Latin}\p{M}'’.\-]*(?: [\p{Latin}\p{M}'’.\-]+){0,3}")
@@ -51,12 +50,7 @@ def place_names() -> list[str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", type=Path, default=PLACES_FILE)
-    args = ap.parse_args()
-    names = place_names()
-    args.out.write_text("\n".join(names) + "\n", encoding="utf-8")
-    print(f"{len(names)} place names -> {args.out}")
+    write_word_list(__doc__, PLACES_FILE, place_names, "place names")
 
 
 if __name__ == "__main__":
