@@ -17,8 +17,6 @@ from presidio_analyzer import Pattern, RecognizerResult
 
 from detectors.pii.recognizers import ChatPatternRecognizer, WindowContextMixin, _context
 
-_HINT = re.compile(r"\d|(?i:corner of)|(?:Cottage|House|Farm|Barn|Forge|Granary|Grange|Hall|"
-                   r"Villa|Bungalow|Croft|Rectory|Vicarage|Stables|Chalet|Oast|Maltings)\b")
 _WORD = r"[\p{L}][\p{L}\p{M}'’.\-]*"
 _CAP = r"\p{Lu}[\p{L}\p{M}'’.\-]*"
 # _WORD and _CAP with at most 64 characters, where every word start of "A.A.A.A..." would
@@ -86,6 +84,8 @@ _PUBLIC = r"(?:Town|City|Village|Church|Opera|Court|Coffee|Guest|Open|White|Publ
 # number, such a name is kept only with the evidence a NO_TYPE address needs.
 HOUSE_WORDS = ("Cottage|Cottages|House|Farm|Farmhouse|Barn|Forge|Granary|Grange|Hall|Villa|"
                "Bungalow|Croft|Rectory|Vicarage|Stables|Lodge|Manor|Mill|Chalet|Oast|Maltings")
+# The cheap skip: every pattern needs a digit, a street word (``_KEYWORDS``) or a house word.
+_HINT = re.compile(rf"\d|(?i:corner of)|(?:{HOUSE_WORDS})\b")
 # A name word: capitalised and then lower-case (not "GB", "PM"), at most 40 letters.
 _NAME = (r"(?!(?i:apt|apartment|suite|unit|flat|floor|bldg|building)\b)"
          r"\p{Lu}\p{Ll}[\p{L}\p{M}'’\-]{1,39}")
