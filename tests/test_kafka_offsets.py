@@ -9,7 +9,9 @@ the broker-facing calls (the fetch, seek and assignment) are replaced by recorde
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -135,3 +137,91 @@ def test_events_behind_a_missing_offset_are_held_back_and_read_again(
     for m in again:
         consumer.ack(m)
     assert consumer._filter_committable_offsets([TURNS]) == {TURNS: 14}
+
+
+class FakeAiokafka:
+    """Stands in for aiokafka's consumer in faust's consumer thread. Its ``fetched_records``
+    drains as aiokafka 0.14 does (an empty set of partitions means every partition), moving
+    the positions past what it returns; with ``rebalance`` the fetch waits across one first:
+    faust stops the flow and pauses every assigned partition, emptying the live set of active
+    partitions it passed in."""
+
+    def __init__(self, owner: offsets.ContiguousConsumer, buffered: dict[TP, list[int]],
+                 rebalance: bool) -> None:
+        self._closed = False
+        self._fetcher = self._subscriptions = self
+        self.owner, self.buffered, self.rebalance = owner, buffered, rebalance
+        self.position = {tp: offs[0] for tp, offs in buffered.items()}
+        self.seeks: list[tuple[TP, int]] = []
+
+    def fetch_context(self) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()
+
+    async def fetched_records(self, partitions: set[TP], timeout: float = 0,
+                              max_records: int | None = None) -> dict[TP, list[Any]]:
+        await asyncio.sleep(0)  # waiting for records
+        if self.rebalance:
+            self.owner.stop_flow()
+            self.owner.pause_partitions(set(partitions))  # the same set object, emptied
+        drained = {}
+        for tp, offs in self.buffered.items():
+            if partitions and tp not in partitions:
+                continue
+            drained[tp] = [SimpleNamespace(offset=o) for o in offs]
+            self.position[tp] = offs[-1] + 1
+        return drained
+
+    def seek(self, tp: TP, offset: int) -> None:
+        self.seeks.append((tp, offset))
+        self.position[tp] = offset
+
+
+def fetch(consumer: offsets.ContiguousConsumer, aio: FakeAiokafka) -> dict[TP, list[int]]:
+    """One fetch of faust's consumer thread, its active partitions those ``aio`` holds."""
+    consumer.flow_active = True
+    active = consumer._set_active_tps(set(aio.buffered))
+    records = asyncio.run(consumer._thread._fetch_records(aio, active, timeout=1.0))
+    return {tp: [r.offset for r in batch] for tp, batch in records.items()}
+
+
+def test_changelog_records_fetched_across_a_rebalance_are_read_again(
+        consumer: offsets.ContiguousConsumer) -> None:
+    """A fetch begun before a rebalance took a changelog partition's records after Table
+    recovery had sought it to its start, and faust's fetch loop dropped them (flow stopped):
+    recovery then waited for ever for offsets nobody fetched again, and the worker never
+    processed the partitions it took over. The partition must go back to the first of them."""
+    consumer.app.Table("context", default=None)  # registers its changelog topic
+    changelog = TP(f"{consumer.app.conf.id}-context-changelog", 2)
+    aio = FakeAiokafka(consumer, {changelog: [0, 1], TURNS: [7, 8]}, rebalance=True)
+    records = fetch(consumer, aio)
+    assert changelog not in records  # faust would drop them unseen
+    assert aio.seeks == [(changelog, 0)] and aio.position[changelog] == 0  # fetched again
+    assert records[TURNS] == [7, 8]  # faust's behaviour; ContiguousConsumer seeks jumps back
+
+
+def test_changelog_records_faust_delivers_are_not_read_again(
+        consumer: offsets.ContiguousConsumer) -> None:
+    consumer.app.Table("context", default=None)
+    changelog = TP(f"{consumer.app.conf.id}-context-changelog", 2)
+    aio = FakeAiokafka(consumer, {changelog: [0, 1]}, rebalance=False)
+    assert fetch(consumer, aio) == {changelog: [0, 1]}
+    assert aio.seeks == [] and aio.position[changelog] == 2
+
+
+def test_an_offset_processed_again_moves_the_order_gate(
+        consumer: offsets.ContiguousConsumer) -> None:
+    """A stage took 0-2 between the assignment and the seek to the committed offset (nothing
+    committed: the log start), before the order gate started. Read again from 0, their second
+    acknowledgement is not counted by faust (acknowledged already); the gate must still move,
+    or it waits for ever for offset 0 and the partition is read again without end."""
+    for offset in (0, 1, 2):
+        assert consumer.ack(message(offset))
+    consumer._order.start(TURNS, 0)  # what seeking a partition with nothing committed does
+    assert asyncio.run(consumer.admit([message(3)])) == [False]
+    assert consumer.seeks == [(TURNS, 0)]  # type: ignore[attr-defined]
+    again = [message(offset) for offset in (0, 1, 2, 3)]
+    assert asyncio.run(consumer.admit(again)) == [True] * 4
+    for m in again:
+        consumer.ack(m)
+    assert asyncio.run(consumer.admit([message(4)])) == [True]
+    assert consumer.seeks == [(TURNS, 0)]  # type: ignore[attr-defined]  # no second re-read

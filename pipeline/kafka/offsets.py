@@ -33,7 +33,9 @@ anyone; the events behind them reach the agent. ``admit`` therefore lets a stage
 partition's events only in offset order: events behind a missing offset are held back (not
 processed, their acknowledgements not counted) and the partition is read again from the missing
 offset at once. Topics whose
-events are not acknowledged (table changelogs, which may be compacted) keep faust's behaviour.
+events are not acknowledged (table changelogs, which may be compacted) keep faust's behaviour,
+except that ``ChangelogKeepingThread`` never lets a fetch take changelog records faust then drops
+(Table recovery waited for ever on them after a rebalance; see that class).
 """
 
 from __future__ import annotations
@@ -73,6 +75,9 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
 
     def _contiguous(self, tp: TP) -> bool:
         return bool(self.app.topics.acks_enabled_for(tp.topic))
+
+    def _new_consumer_thread(self) -> faust_aiokafka.AIOKafkaConsumerThread:
+        return ChangelogKeepingThread(self, loop=self.loop, beacon=self.beacon)
 
     async def seek_to_committed(self) -> Any:
         """faust sets its read offsets from this result without yielding to the fetch loop in
@@ -155,7 +160,12 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
             self._unacked_messages.discard(message)
             return False
         counted = bool(super().ack(message))
-        if counted and self._contiguous(message.tp):
+        if self._contiguous(message.tp):
+            # Processed now, also when faust does not count it: an offset it acknowledged before
+            # the order gate started (events a stage took between the assignment and the seek to
+            # the committed offset), read again from the log start. Leaving it out kept the gate
+            # waiting for an offset the stage had just processed: the partition was read again
+            # without end, or stopped (tests/deploy/test_workers.py).
             self._order.processed(message.tp, message.offset)
         return counted
 
@@ -274,6 +284,40 @@ class OrderGate:
             gaps.setdefault(tp, nxt)
             keep.append(False)
         return keep, gaps
+
+
+class ChangelogKeepingThread(faust_aiokafka.AIOKafkaConsumerThread):
+    """faust's consumer thread, except that it never lets a Table changelog's records be
+    consumed without handing them to faust.
+
+    faust passes aiokafka's ``fetched_records`` its live set of active partitions. A fetch that
+    waits across a rebalance sees that set emptied (faust pauses every assigned partition at
+    assignment), and aiokafka reads an empty set as *every* partition: it takes the records of
+    all of them and moves its positions past them, while faust's fetch loop drops them (flow
+    stopped, partition paused). When Table recovery had already sought a changelog partition
+    to its start, the records it waits for were gone and never fetched again: recovery waited
+    for ever ("No event received for active tp ... since recovery start") and the worker never
+    processed the partitions it had taken over (tests/deploy/test_workers.py: 306 of 320 turns
+    stored). Here the partition is sought back to the first record faust would drop, in the
+    same step of the consumer thread's loop as the fetch, so no seek can come in between.
+    Stream topics keep faust's behaviour: ``ContiguousConsumer`` seeks them back when a fetch
+    jumps."""
+
+    async def _fetch_records(self, consumer: Any, active_partitions: set[TP],
+                             timeout: float | None = None,
+                             max_records: int | None = None) -> Any:
+        records = dict(await super()._fetch_records(consumer, active_partitions,
+                                                    timeout=timeout, max_records=max_records))
+        owner = self.consumer  # faust's consumer: what its fetch loop will deliver
+        for tp in [tp for tp, batch in records.items() if batch and owner._is_changelog_tp(tp)]:
+            if owner.flow_active and (tp in active_partitions
+                                      or tp in owner._buffered_partitions):
+                continue
+            first = records.pop(tp)[0].offset
+            log.info("%s[%d]: changelog records fetched while faust drops them (rebalance); "
+                     "reading them again from %d", tp.topic, tp.partition, first)
+            consumer.seek(tp, first)
+        return records
 
 
 class ContiguousTransport(faust_aiokafka.Transport):
