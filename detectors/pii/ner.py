@@ -109,26 +109,32 @@ def words_of(text: str, offsets: np.ndarray, words: np.ndarray) -> tuple[list[tu
 
 
 def _lexical(text: str, spans: Sequence[tuple[int, int]]) -> np.ndarray:
+    """The ``N_LEXICAL`` surface features of each word, built as one list of rows (setting
+    numpy cells one by one cost more than the features)."""
+    if not spans:
+        return np.zeros((0, N_LEXICAL), dtype=np.float32)
     given = given_names()
-    out = np.zeros((len(spans), N_LEXICAL), dtype=np.float32)
-    caps = [text[s:e][:1].isupper() for s, e in spans]
+    words = [text[s:e] for s, e in spans]
+    caps = [w[:1].isupper() for w in words]
     place = in_place_list(text, spans)
-    for j, (s, e) in enumerate(spans):
-        w = text[s:e]
-        k = s - 1  # the last non-space character before the word (a linear scan in all)
-        while k >= 0 and text[k].isspace():
-            k -= 1
-        out[j, 0] = caps[j]
-        out[j, 1] = len(w) > 1 and w.isupper()
-        out[j, 2] = any(c.isdigit() for c in w)
-        out[j, 3] = w.isalpha()
-        out[j, 4] = k < 0 or text[k] in _SENTENCE_END
-        out[j, 5] = w.casefold() in given
-        out[j, 6] = j > 0 and caps[j - 1]
-        out[j, 7] = j + 1 < len(spans) and caps[j + 1]
-        out[j, 8] = "\n" in text[spans[j - 1][1] if j else 0:s]
-        out[j, 9] = place[j]
-    return out
+    n = len(spans)
+    rows = []
+    last, pos = "", 0  # the last non-space character before ``pos`` (a linear scan in all)
+    for j, ((s, e), w) in enumerate(zip(spans, words, strict=True)):
+        if s < pos:  # overlapping spans: scan back from the word, as for any text
+            before = text[:s].rstrip()[-1:]
+        else:
+            gap = text[pos:s].rstrip()
+            before = last = gap[-1] if gap else last
+        rows.append((caps[j], len(w) > 1 and w.isupper(), any(c.isdigit() for c in w),
+                     w.isalpha(), not before or before in _SENTENCE_END, w.casefold() in given,
+                     j > 0 and caps[j - 1], j + 1 < n and caps[j + 1],
+                     "\n" in text[spans[j - 1][1] if j else 0:s], place[j]))
+        tail = text[max(s, pos):e].rstrip()
+        if tail:
+            last = tail[-1]
+        pos = max(pos, e)
+    return np.array(rows, dtype=np.float32)
 
 
 def word_features(text: str, states: Any) -> tuple[np.ndarray, list[tuple[int, int]]]:

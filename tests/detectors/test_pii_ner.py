@@ -220,3 +220,42 @@ def test_a_full_name_that_is_a_listed_place_is_a_place() -> None:
     person = "ask Maria Gonzalez in billing"
     assert listed_places(person, [found(person, "Maria Gonzalez", "PERSON", "SpacyRecognizer")]
                          )[0].entity_type == "PERSON"
+
+
+def test_surface_features_per_word() -> None:
+    """The head's per-word surface features, column by column, on a text written for this test:
+    capitalised, all caps, digit, letters only, sentence start, given name, capitalised
+    neighbours, a line break before it, listed place."""
+    from detectors.pii.ner import _lexical
+
+    text = "ok. ANNA lives in\n  Sligo , flat 3B!  zorblat"
+    words = [(m.start(), m.end()) for m in re.finditer(r"\w+|[^\w\s]", text)]
+    got = {text[s:e]: row for (s, e), row in zip(words, _lexical(text, words), strict=True)}
+    assert _lexical(text, []).shape == (0, N_LEXICAL)
+    assert got["ok"].tolist() == [0, 0, 0, 1, 1, 0, 0, 0, 0, 0]  # the text's start
+    # after "." and a space; Anna is a town too (the place list)
+    assert got["ANNA"].tolist() == [1, 1, 0, 1, 1, 1, 0, 0, 0, 1]
+    assert got["lives"].tolist() == [0, 0, 0, 1, 0, 0, 1, 0, 0, 0]
+    assert got["Sligo"].tolist() == [1, 0, 0, 1, 0, 0, 0, 0, 1, 1]  # after "in", a line break
+    assert got["3B"].tolist() == [0, 1, 1, 0, 0, 0, 0, 0, 0, 0]  # no capital first, all caps
+    assert got["zorblat"].tolist() == [0, 0, 0, 1, 1, 0, 0, 0, 0, 0]  # after "!" and spaces
+
+
+def test_presidio_gets_lower_case_forms_as_lemmas_and_its_own_keywords(pii: PiiDetector) -> None:
+    """The engine hands Presidio each token's lower-case form as its lemma (its context words
+    are matched against lemmas), the tokens' offsets, and the keywords Presidio derives from
+    those lemmas (stop words and punctuation left out), asked twice: the second time from the
+    engine's memory of each word."""
+    engine = pii._engine.analyzer.nlp_engine
+    text = "Please CALL me at Home, my Address is 12 Rowan Way: thanks!"
+    doc = engine.nlp["en"](text)
+    vocab = doc.vocab
+    lower = [t.lower_ for t in doc]
+    keywords = [w for w in lower if not vocab[w].is_stop and not vocab[w].is_punct
+                and w not in ("-PRON-", "be")]
+    assert keywords == ["home", "address", "12", "rowan", "way", "thanks"]
+    for _ in range(2):
+        art = engine.process_text(text, "en")
+        assert art.lemmas == lower
+        assert art.tokens_indices == [t.idx for t in doc]
+        assert art.keywords == keywords

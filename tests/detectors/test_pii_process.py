@@ -137,3 +137,29 @@ def test_the_child_imports_this_code_from_any_working_directory(
         assert [r.entity_type for r in found] == ["EMAIL_ADDRESS"]
     finally:
         det.close()
+
+
+def test_token_states_cross_the_pipe_unchanged() -> None:
+    """A batch's token states travel to the child as four arrays; every text's offsets, words
+    and states come back bit for bit, a text with no pieces and an empty batch included."""
+    import numpy as np
+
+    from detectors.features import TokenStates
+    from detectors.pii.engine import pack_states, unpack_states
+
+    rng = np.random.default_rng(7)
+
+    def states(n: int) -> TokenStates:
+        return TokenStates(rng.integers(0, 99, (n, 2)).astype(np.int32),
+                           np.arange(n, dtype=np.int32),
+                           rng.standard_normal((n, 384)).astype(np.float32))
+
+    batch = [states(5), states(0), states(1), states(12)]
+    back = unpack_states(pack_states(batch))
+    assert back is not None and len(back) == len(batch)
+    for a, b in zip(batch, back, strict=True):
+        for field in ("offsets", "words", "states"):
+            x, y = getattr(a, field), getattr(b, field)
+            assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y)
+    assert unpack_states(pack_states([])) == []
+    assert unpack_states(pack_states(None)) is None
