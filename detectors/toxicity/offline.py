@@ -281,21 +281,32 @@ class LexicalNgrams:
 
     def top_cue(self, text: str, head: int) -> tuple[int, int] | None:
         """Offsets of the word whose unigram weighs most toward ``LEXICAL_HEADS[head]``."""
-        assert self._vecs is not None and self._w is not None
         words = list(_TOKEN.finditer(text))
         if not words:
             return None
         keys = [m.group().lower() for m in words]
-        new = [w for w in dict.fromkeys(keys) if w not in self._words]
-        if new:
-            if len(self._words) + len(new) > _MAX_CUE_WORDS:
-                self._words.clear()
-            x = self._vecs[0].transform(new)  # one unigram per row
-            rows = np.asarray(x.sign() @ self._w[: x.shape[1]])
-            self._words.update(zip(new, rows, strict=True))
+        self._learn(keys)
         weights = np.array([self._words[w][head] for w in keys])
         k = int(np.argmax(weights))
         return words[k].span() if weights[k] > 0 else None
+
+    def remember(self, texts: Sequence[str]) -> None:
+        """Look up the unigram weights of every new word of ``texts`` at once, for the
+        ``top_cue`` calls that follow: one vectorizer call per batch instead of one per turn
+        (each cost about 0.5 ms on a 2-core AVX2 EPYC, whatever its few words). A word's
+        weights do not depend on the words looked up with it."""
+        self._learn([m.group().lower() for t in texts for m in _TOKEN.finditer(t)])
+
+    def _learn(self, keys: Sequence[str]) -> None:
+        assert self._vecs is not None and self._w is not None
+        new = [w for w in dict.fromkeys(keys) if w not in self._words]
+        if not new:
+            return
+        if len(self._words) + len(new) > _MAX_CUE_WORDS:
+            self._words.clear()
+        x = self._vecs[0].transform(new)  # one unigram per row
+        rows = np.asarray(x.sign() @ self._w[: x.shape[1]])
+        self._words.update(zip(new, rows, strict=True))
 
 
 def load_heads(path: Path = WEIGHTS) -> dict[str, Any]:
@@ -384,6 +395,9 @@ class OfflineToxicity:
         parts = self.head_logits(embeddings, [p for p, _ in prof], [c for c, _ in slurs],
                                  self.lexical.logits(texts))
         probs = _sigmoid(parts.sum(axis=-1))
+        # the turns where the n-grams drive a head look up their top word (``_turn_scores``)
+        lexical_led = (parts.argmax(axis=-1) == _COMPONENTS.index("lexical-ngrams")).any(axis=1)
+        self.lexical.remember([t for t, led in zip(texts, lexical_led, strict=True) if led])
         out = []
         for i, text in enumerate(texts):
             sent = (spans[i] or [(0, len(text))])[prof[i][1]]

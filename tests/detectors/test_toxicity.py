@@ -146,6 +146,24 @@ def test_lexical_ngrams_drive_and_point_at_their_cue(suite: DetectorSuite) -> No
     assert logits.shape == (2, 2) and logits[0, 0] > logits[1, 0]
 
 
+def test_cue_words_looked_up_for_a_batch_point_at_the_same_word() -> None:
+    """Words looked up for a whole batch at once (``remember``) give each turn the cue it gets
+    looked up alone: a word's weights do not depend on the words that came with it."""
+    from detectors.toxicity.offline import LexicalNgrams
+
+    texts = ["Honestly, you are a pathetic moron.", "what an idiot move, clown",
+             "Your refund has been issued today.", "ok"]
+    alone, batched = LexicalNgrams(), LexicalNgrams()
+    alone.load()
+    batched.load()
+    batched.remember(texts)
+    assert len(batched._words) >= 12  # every word of the batch, at once
+    for text in texts:
+        for head in (0, 1):
+            assert batched.top_cue(text, head) == alone.top_cue(text, head)
+    assert batched.top_cue("you pathetic moron", 0) is not None
+
+
 def test_lexical_weights_must_match_the_heads(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import numpy as np
 
