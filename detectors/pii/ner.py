@@ -162,12 +162,17 @@ class NerHead:
             raise DetectorError(f"pii: the named-entity head {path} is missing or incomplete "
                                 f"({type(exc).__name__}); pipeline/training/pii_ner.py makes it"
                                 ) from exc
+        # The shipped head has its feature scaling folded into ``w1`` (mean 0, scale 1): then
+        # the scaling is skipped, two passes over every word's 1,162 features
+        self._scaled = bool(self.mean.any() or (self.scale != 1).any())
         if self.w2.shape[1] != len(TAGS):
             raise DetectorError(f"pii: the head at {path} has {self.w2.shape[1]} tags, "
                                 f"expected {len(TAGS)}")
 
     def probabilities(self, x: np.ndarray) -> np.ndarray:
-        z = np.maximum((x - self.mean) / self.scale @ self.w1 + self.b1, 0.0) @ self.w2 + self.b2
+        if self._scaled:
+            x = (x - self.mean) / self.scale
+        z = np.maximum(x @ self.w1 + self.b1, 0.0) @ self.w2 + self.b2
         z = np.exp(z - z.max(axis=1, keepdims=True))
         return np.asarray(z / z.sum(axis=1, keepdims=True))
 

@@ -259,3 +259,24 @@ def test_presidio_gets_lower_case_forms_as_lemmas_and_its_own_keywords(pii: PiiD
         assert art.lemmas == lower
         assert art.tokens_indices == [t.idx for t in doc]
         assert art.keywords == keywords
+
+
+def test_a_head_file_with_input_scaling_is_scaled_and_the_shipped_one_is_folded(
+        tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A head saved with its own feature mean and scale applies them; the shipped head has
+    them folded into its weights (mean 0, scale 1), so it reads the features as they are."""
+    rng = np.random.default_rng(5)
+    h = {"w1": rng.normal(size=(6, 3)).astype(np.float32),
+         "b1": rng.normal(size=3).astype(np.float32),
+         "w2": rng.normal(size=(3, len(TAGS))).astype(np.float32),
+         "b2": rng.normal(size=len(TAGS)).astype(np.float32),
+         "mean": rng.normal(size=6).astype(np.float32),
+         "scale": rng.uniform(0.5, 2.0, size=6).astype(np.float32)}
+    np.savez(tmp_path / "head.npz", **h)
+    x = rng.normal(size=(4, 6)).astype(np.float32)
+    z = np.maximum((x - h["mean"]) / h["scale"] @ h["w1"] + h["b1"], 0.0) @ h["w2"] + h["b2"]
+    want = np.exp(z - z.max(axis=1, keepdims=True))
+    want /= want.sum(axis=1, keepdims=True)
+    assert np.allclose(NerHead(tmp_path / "head.npz").probabilities(x), want, atol=1e-6)
+    shipped = NerHead()
+    assert not shipped.mean.any() and (shipped.scale == 1).all()
