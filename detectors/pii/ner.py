@@ -109,8 +109,8 @@ def words_of(text: str, offsets: np.ndarray, words: np.ndarray) -> tuple[list[tu
 
 
 def _lexical(text: str, spans: Sequence[tuple[int, int]]) -> np.ndarray:
-    """The ``N_LEXICAL`` surface features of each word, built as one list of rows (setting
-    numpy cells one by one cost more than the features)."""
+    """The ``N_LEXICAL`` surface features of each word, built as one list of rows and turned
+    into an array once (not set cell by cell)."""
     if not spans:
         return np.zeros((0, N_LEXICAL), dtype=np.float32)
     given = given_names()
