@@ -396,7 +396,7 @@ class OfflineToxicity:
                                  self.lexical.logits(texts))
         probs = _sigmoid(parts.sum(axis=-1))
         # the turns where the n-grams drive a head look up their top word (``_turn_scores``)
-        lexical_led = (parts.argmax(axis=-1) == _COMPONENTS.index("lexical-ngrams")).any(axis=1)
+        lexical_led = (parts.argmax(axis=-1) == _LEXICAL_COMPONENT).any(axis=1)
         self.lexical.remember([t for t, led in zip(texts, lexical_led, strict=True) if led])
         out = []
         for i, text in enumerate(texts):
@@ -422,7 +422,8 @@ class OfflineToxicity:
         base = {"backend": "offline", "revision": self.revision}
         scores: dict[str, LabelScore] = {}
         for k, head in enumerate(HEADS):
-            lex_cue = (self._lexical_cue(text, head) if int(np.argmax(parts[k])) == 3
+            lex_cue = (self._lexical_cue(text, head)
+                       if int(np.argmax(parts[k])) == _LEXICAL_COMPONENT
                        else None)  # only looked up when the n-grams drive this head
             ev, span = _explain(parts[k], (*cues, lex_cue), prof[1], len(text))
             ev.update(base, embedding_truncated=truncated)
@@ -436,6 +437,7 @@ class OfflineToxicity:
 
 
 _COMPONENTS = ("embedding-lr", "profanity-check", "slur-lexicon", "lexical-ngrams")
+_LEXICAL_COMPONENT = _COMPONENTS.index("lexical-ngrams")  # the n-grams drive a head's logit
 
 
 def _explain(
