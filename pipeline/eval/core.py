@@ -93,3 +93,21 @@ def weighted_kappa(a: Sequence[int], b: Sequence[int], levels: Sequence[int] = (
     if len(a) == 0 or len(a) != len(b) or (len(set(a)) == 1 and len(set(b)) == 1):
         return float("nan")
     return float(cohen_kappa_score(list(a), list(b), labels=list(levels), weights="quadratic"))
+
+
+def at_cut(labels: Sequence[int], scores: Sequence[float], threshold: float) -> dict[str, float]:
+    """What a team sees at the shipped flag threshold: ``recall_at_cut`` (positives flagged),
+    ``fpr_at_cut`` (negatives flagged) and ``precision_at_cut`` (flags that are positives) for
+    ``score >= threshold``. A rate with nothing to count over is NaN, never 0."""
+    y = np.asarray(labels, dtype=int)
+    flagged = np.asarray(scores, dtype=float) >= threshold
+    pos, neg = y == 1, y == 0
+
+    def share(num: int, den: int) -> float:
+        return num / den if den else float("nan")
+
+    return {
+        "recall_at_cut": share(int((flagged & pos).sum()), int(pos.sum())),
+        "fpr_at_cut": share(int((flagged & neg).sum()), int(neg.sum())),
+        "precision_at_cut": share(int((flagged & pos).sum()), int(flagged.sum())),
+    }
