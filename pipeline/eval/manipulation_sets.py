@@ -6,7 +6,8 @@ user). A dialogue's score is the noisy-or of its utterances' ``manipulation.scor
 that at least one line is manipulative if each line's score were an independent probability, so
 that several moderate lines add up (manipulation in these dialogues is often spread over a few
 lines; the max of the lines scored AUROC 0.67 on dev, the noisy-or 0.72). It is flagged at the
-shipped ``manipulation.score`` threshold.
+shipped ``manipulation.score`` threshold; ``recall_at_cut``, ``fpr_at_cut`` and
+``precision_at_cut`` say what that threshold catches and how often it is wrong.
 
 PersuasionForGood: every persuader unit (role 0) is scored as an assistant turn answering the
 persuadee's units before it. ``fpr_utterance``: share of persuader units flagged;
@@ -26,7 +27,7 @@ from pathlib import Path
 from detectors.base import Context, Finding, ScoringInput, Turn
 from detectors.registry import create
 from pipeline.errors import EvalDataError
-from pipeline.eval.core import EvalResult, auroc, require
+from pipeline.eval.core import EvalResult, at_cut, auroc, require
 from pipeline.policy import threshold
 from pipeline.scoring.suite import score_texts
 from pipeline.settings import Settings
@@ -103,7 +104,8 @@ def evaluate_mentalmanip(path: Path, settings: Settings) -> EvalResult:
     fn = sum(y and not p for p, y in zip(pred, labels, strict=True))
     tn = len(labels) - tp - fp - fn
     f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
-    metrics = {"auroc": auroc(labels, scores), "f1": f1, "mcc": _mcc(tp, fp, fn, tn)}
+    metrics = {"auroc": auroc(labels, scores), "f1": f1, "mcc": _mcc(tp, fp, fn, tn),
+               **at_cut(labels, scores, cut)}
     detail = {"threshold": cut, "utterances": len(items), "positives": sum(labels),
               "confusion": {"tp": tp, "fp": fp, "fn": fn, "tn": tn},
               "detector_version": detector.version}
@@ -137,12 +139,16 @@ def evaluate_persuasionforgood(path: Path, settings: Settings) -> EvalResult:
         items += dialogue_inputs(cid, [(role, text) for role, text, _s in units], scored="0")
         meta += [(cid, s) for role, _t, s in units if role == "0"]
     cut = threshold(LABEL, settings.thresholds)
-    flags = [_score(f) >= cut for f in score_texts(detector, items)]
+    scores = [_score(f) for f in score_texts(detector, items)]
+    flags = [s >= cut for s in scores]
     flagged_dialogues = {cid for (cid, _s), flag in zip(meta, flags, strict=True) if flag}
     strategy = [flag for (_cid, s), flag in zip(meta, flags, strict=True) if s]
     metrics = {
         "fpr_utterance": sum(flags) / len(flags) if flags else float("nan"),
         "fpr_dialogue": len(flagged_dialogues) / len(dialogues) if dialogues else float("nan"),
+        # Every unit is a negative: recall is NaN (reported as null), precision 0 once anything
+        # is flagged, and fpr_at_cut equals fpr_utterance; kept so every safety bench reads alike.
+        **at_cut([0] * len(scores), scores, cut),
     }
     detail = {"threshold": cut, "persuader_units": len(flags), "flagged_units": sum(flags),
               "fpr_strategy_units": sum(strategy) / len(strategy) if strategy else None,

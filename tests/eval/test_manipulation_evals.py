@@ -36,7 +36,8 @@ def test_mentalmanip_metrics(settings: Settings) -> None:
     assert res["n"] == 7
     # 3 of 4 manipulative dialogues caught, no benign one flagged, the miss ties the negatives
     assert res["metrics"] == {"auroc": pytest.approx(0.875), "f1": pytest.approx(6 / 7, abs=1e-4),
-                              "mcc": pytest.approx(0.75)}
+                              "mcc": pytest.approx(0.75), "recall_at_cut": pytest.approx(0.75),
+                              "fpr_at_cut": 0.0, "precision_at_cut": 1.0}
     assert res["detail"]["confusion"] == {"tp": 3, "fp": 0, "fn": 1, "tn": 3}
 
 
@@ -55,6 +56,10 @@ def test_persuasionforgood_false_positive_rates(settings: Settings) -> None:
     assert res.detail["persuader_units"] == 6
     assert res.metrics["fpr_utterance"] == pytest.approx(1 / 6)
     assert res.metrics["fpr_dialogue"] == pytest.approx(0.5)
+    # no positives: the false-positive rate at the cut is the unit rate, recall is undefined
+    assert res.metrics["fpr_at_cut"] == pytest.approx(1 / 6)
+    assert res.metrics["precision_at_cut"] == 0.0
+    assert res.as_dict()["metrics"]["recall_at_cut"] is None
 
 
 def test_dialogue_inputs_mark_the_other_speaker_as_user() -> None:
