@@ -12,7 +12,7 @@ from pipeline.cli.context import Ctx, pass_ctx
 
 @click.command("eval")
 @click.argument("bench")
-@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--judge", "judge_url", metavar="URL", help="kumar only: also run the shipped "
               "EPITOME rubrics through this OpenAI-compatible judge endpoint and print its "
@@ -29,7 +29,11 @@ def eval_cmd(obj: Ctx, bench: str, path: Path, as_json: bool, judge_url: str | N
     ../shared/evaldata/presidio-synth-pii/dev). Thresholds come from shipped policy;
     presidio-synth also reports a cross-validation grouped by template under
     detail.grouped_cv, with thresholds re-picked on the other folds. kumar --judge URL
-    --model NAME measures an LLM judge (docs/judge.md)."""
+    --model NAME measures an LLM judge (docs/judge.md). benign PATH (a folder or a file of
+    benign traffic: chatmon events with an optional terms.json, replay conversations, or the
+    Welivita-Pu ratings file) reports flagged replies per 1,000, the pages and tickets the alert
+    rules would raise, catalogue terms redacted and missed empathy on closings
+    (docs/quality.md)."""
     from pipeline.eval import BENCHES, run_benchmark
 
     if bench not in BENCHES:

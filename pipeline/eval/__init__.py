@@ -27,6 +27,7 @@ BENCHES: dict[str, str] = {
     "davidson": "pipeline.eval.toxicity_sets:evaluate_davidson",
     "toxigen": "pipeline.eval.toxicity_sets:evaluate_toxigen",
     "jigsaw": "pipeline.eval.toxicity_sets:evaluate_jigsaw",
+    "benign": "pipeline.eval.benign:evaluate",
 }
 
 
