@@ -31,6 +31,13 @@ FOLDERS = {
 }
 # Benches whose data lives in this repository (written by us), not under the evaldata root.
 IN_REPO = {"contrast": ROOT / "tests" / "eval" / "contrast"}
+# ``chatmon eval benign`` runs once per set of benign traffic (result key -> folder under the
+# evaldata root): real support dialogs (issue 39) and warm ChatGPT replies (issue 42).
+BENIGN = {"benign:support-benign": "support-benign/dev", "benign:cs-transcripts": "cs-transcripts",
+          "benign:welivita-chatgpt": "empathy-welivita-pu/dev"}
+_QUIET = [(f"flagged_per_1000_{d}", "<=", 0.5, 39) for d in ("toxicity", "manipulation", "bias")]
+_QUIET_SUPPORT = [*_QUIET, ("pages", "<=", 0.0, 39), ("catalogue_redacted_share", "<=", 0.02, 39),
+                  ("closing_replies_missed_empathy", "<=", 0.0, 39)]
 # (metric, ">=" or "<=", value, issue) from the issues' targets
 TARGETS: dict[str, list[tuple[str, str, float, int]]] = {
     "presidio-synth": [("recall", ">=", 0.90, 2), ("precision", ">=", 0.85, 2)],
@@ -49,6 +56,10 @@ TARGETS: dict[str, list[tuple[str, str, float, int]]] = {
                                   ("stock_level_le1", ">=", 0.90),
                                   ("formulaic_stock", ">=", 0.80),
                                   ("formulaic_tailored", "<=", 0.10))],
+    "benign:support-benign": _QUIET_SUPPORT,
+    "benign:cs-transcripts": [t for t in _QUIET_SUPPORT if t[0] != "catalogue_redacted_share"],
+    "benign:welivita-chatgpt": [(f"flagged_per_1000_{d}", "<=", 1.0, 42)
+                                for d in ("toxicity", "manipulation", "bias")],
 }
 
 
@@ -64,10 +75,13 @@ def run_all(data: Path, backend: str, only: list[str]) -> dict[str, Any]:
     set_default_encoder_backend(backend)
     settings = Settings(encoder_backend=backend)
     out: dict[str, Any] = {}
-    for name in BENCHES:
-        if only and name not in only:
+    runs = [(name, IN_REPO.get(name) or data / FOLDERS.get(name, name) / "dev")
+            for name in BENCHES if name != "benign"]
+    runs += [(key, data / folder) for key, folder in BENIGN.items()]
+    for key, path in runs:
+        name = key.partition(":")[0]
+        if only and name not in only and key not in only:
             continue
-        path = IN_REPO.get(name) or data / FOLDERS.get(name, name) / "dev"
         t0 = time.perf_counter()
         try:
             res = run_benchmark(name, path, settings).as_dict()
@@ -75,8 +89,8 @@ def run_all(data: Path, backend: str, only: list[str]) -> dict[str, Any]:
             res = {"benchmark": name, "error": f"{type(exc).__name__}: {exc}"[:300]}
         res["seconds"] = round(time.perf_counter() - t0, 1)
         res["path"] = str(path)
-        out[name] = res
-        print(f"{name}: {res.get('metrics', res.get('error'))}", file=sys.stderr, flush=True)
+        out[key] = res
+        print(f"{key}: {res.get('metrics', res.get('error'))}", file=sys.stderr, flush=True)
     return out
 
 
@@ -150,7 +164,7 @@ def render(results: dict[str, Any], backend: str, data: str,
     lines += ["", "## Every metric", ""]
     head = "| bench | detector | n | metric | value |" + (" change |" if compare else "")
     lines += [head, "|---|---|---:|---|---:|" + ("---:|" if compare else "")]
-    missing = [b for b in [*FOLDERS, *IN_REPO] if b not in results]
+    missing = [b for b in [*FOLDERS, *IN_REPO, *BENIGN] if b not in results]
     if missing:
         lines.append(f"| {', '.join(missing)} | - | - | not run in this generation | - |"
                      + (" |" if compare else ""))

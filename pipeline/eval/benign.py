@@ -69,7 +69,7 @@ def evaluate(path: Path, settings: Settings) -> EvalResult:
     flagged = [f for f in finding_rows if f["flagged"] and f["role"] == "assistant"]
     metrics: dict[str, float] = {}
     detail: dict[str, Any] = {"source": source, "turns": len(turn_rows)}
-    scored = {f["detector"] for f in finding_rows}
+    scored = set(settings.enabled_detectors()) | {f["detector"] for f in finding_rows}
     per_detector, per_label = flag_rates(replies, flagged, scored)
     metrics.update({f"flagged_per_1000_{d}": v for d, v in per_detector.items()})
     detail["flagged_per_1000_by_label"] = per_label
