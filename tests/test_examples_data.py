@@ -25,6 +25,7 @@ LABELS = {
     "pii.ip_address", "pii.person", "pii.location", "pii.street_address", "pii.leak",
     "empathy.advice_before_ack", "empathy.formulaic_restatement", "empathy.overempathising",
     "empathy.length_inflated", "empathy.alignment", "repetition.stock_phrase",
+    "repetition.stock_empathy",
     "repetition.near_duplicate", "toxicity.toxicity", "toxicity.insult", "toxicity.obscene",
     "bias.stereotype", "bias.user_group", "manipulation.claims_human", "manipulation.dependence",
     "manipulation.discourage_help", "manipulation.guilt", "manipulation.urgency",
@@ -149,9 +150,14 @@ def test_helpdesk_b_is_formulaic_and_every_stock_opener_is_planted(
     replies = [e for e in events if e["bot_id"] == "helpdesk-b" and e["role"] == "assistant"]
     stock = {(e["conversation_id"], e["turn"]) for e in replies if e["text"].startswith(STOCK)}
     assert len(stock) / len(replies) > 0.6
-    marked = {(r["conversation_id"], r["turn"]) for r in planted
-              if r["expect_label"] == "repetition.stock_phrase"}
-    assert stock == marked
+    labels = {(r["conversation_id"], r["turn"]): r["expect_label"] for r in planted
+              if r["expect_label"] in ("repetition.stock_phrase", "repetition.stock_empathy")}
+    assert stock == set(labels)
+    # the empathy formulas are stock empathy; the courtesy opener is a procedural stock phrase
+    texts = {(e["conversation_id"], e["turn"]): e["text"] for e in replies}
+    for key, label in labels.items():
+        courtesy = texts[key].startswith("Thank you for reaching out")
+        assert label == ("repetition.stock_phrase" if courtesy else "repetition.stock_empathy")
 
 
 def test_generated_files_match_their_sources() -> None:

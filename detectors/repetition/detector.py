@@ -10,6 +10,11 @@ For each assistant reply, against the recent replies of the same (tenant, bot):
   Evidence: the phrase (lower-cased reply text), conversations, replies, share. The phrase text
   is safe to report: it recurs across conversations, so it is not user-specific, and phrase
   candidates never hold digits, e-mail addresses, URLs or mid-sentence capitalised words.
+- ``repetition.stock_empathy``: the same, for a phrase that overlaps an empathy formula of
+  the reply (an apology for the user's trouble, "I understand your frustration", "thank you
+  for your patience"...; ``formulas.FORMULAS``): formulaic empathy said to everyone.
+  ``repetition.stock_phrase`` keeps the procedural rest (a task bot's script, "your order
+  will be ready shortly"). Same score; evidence adds the formula's name.
 - ``repetition.near_duplicate``: the reply is a near-copy of a recent reply in another
   conversation. Score: estimated Jaccard similarity of word-bigram sets (b-bit MinHash, LSH
   bands). Evidence: similarity and the matched reply's conversation id and turn. Dropped below
@@ -39,9 +44,17 @@ from typing import Any
 from detectors.base import DictStateStore, Example, Finding, ScoringInput, StateStore, Turn
 from detectors.features import SENTENCES
 from detectors.repetition import erase
+from detectors.repetition.formulas import formula_spans
 from detectors.repetition.sketch import MinHasher
 from detectors.repetition.state import BotState, Config, conversation_hash, readable
-from detectors.repetition.text import Analysis, analyse, decode_sequence, encode_sequence
+from detectors.repetition.text import (
+    Analysis,
+    Candidate,
+    analyse,
+    decode_sequence,
+    encode_sequence,
+)
+from detectors.repetition.window import PhraseStats
 
 NAME = "repetition"
 FULL_SHARE = 0.2  # a phrase in this share of the window's replies scores 1
@@ -66,7 +79,7 @@ def state_owner(key: str) -> tuple[str, str] | None:
 
 class RepetitionDetector:
     name = NAME
-    version = "0.1.0"
+    version = "0.2.0"
     roles = frozenset({"assistant"})
     features = frozenset({SENTENCES})
 
@@ -175,28 +188,31 @@ class RepetitionDetector:
         return found
 
     def _stock_phrases(self, st: BotState, a: Analysis, text: str) -> list[Finding]:
-        hits = []
+        """Stock phrases grouped by overlap, empathy formulas apart from procedure: a reply's
+        repeated apology and its repeated script are two findings, not one span."""
+        empathic: list[Hit] = []
+        procedural: list[Hit] = []
+        formulas: list[tuple[int, int, str]] | None = None  # found once, only when needed
         for c in a.candidates:
             s = st.phrases.stats(c.key)
             if s.conversations >= 2:
-                hits.append((c, s))
-        hits.sort(key=lambda h: (h[0].first, -h[0].last))
+                if formulas is None:
+                    formulas = formula_spans(text)
+                name = next((n for fs, fe, n in formulas if fs < c.span[1] and c.span[0] < fe),
+                            None)
+                (empathic if name else procedural).append((c, s, name))
         denominator = max(1, st.block_replies())
-        groups: list[list[Any]] = []  # [first, last, span_start, span_end, convs, replies]
-        for c, s in hits:
-            if groups and c.first < groups[-1][1]:
-                g = groups[-1]
-                g[1], g[3] = max(g[1], c.last), max(g[3], c.span[1])
-                g[4], g[5] = max(g[4], s.conversations), max(g[5], s.replies)
-            else:
-                groups.append([c.first, c.last, c.span[0], c.span[1], s.conversations, s.replies])
         out = []
-        for _, _, start, end, convs, replies in groups:
-            share = min(1.0, replies / denominator)
-            score = max(1.0 - 0.5 ** (convs - 1), min(1.0, share / FULL_SHARE))
-            out.append(self._finding("stock_phrase", score, (start, end), {
-                "phrase": " ".join(text[start:end].lower().split()),
-                "conversations": convs, "replies": replies, "share": round(share, 4)}))
+        for subtype, hits in (("stock_empathy", empathic), ("stock_phrase", procedural)):
+            for start, end, convs, replies, name in _groups(hits):
+                share = min(1.0, replies / denominator)
+                score = max(1.0 - 0.5 ** (convs - 1), min(1.0, share / FULL_SHARE))
+                evidence: dict[str, Any] = {
+                    "phrase": " ".join(text[start:end].lower().split()),
+                    "conversations": convs, "replies": replies, "share": round(share, 4)}
+                if name:
+                    evidence["formula"] = name
+                out.append(self._finding(subtype, score, (start, end), evidence))
         return out
 
     def _finding(self, subtype: str, score: float, span: tuple[int, int] | None,
@@ -205,21 +221,47 @@ class RepetitionDetector:
                        float(min(1.0, max(0.0, score))), span, evidence)
 
 
+Hit = tuple[Candidate, PhraseStats, str | None]  # a stock candidate and its formula's name
+
+
+def _groups(hits: list[Hit]) -> list[tuple[int, int, int, int, str | None]]:
+    """Overlapping candidates merged: (span start, span end, conversations, replies, formula),
+    the largest counts of the merged phrases and the formula of the first."""
+    groups: list[list[Any]] = []  # [first, last, span_start, span_end, convs, replies, name]
+    for c, s, name in sorted(hits, key=lambda h: (h[0].first, -h[0].last)):
+        if groups and c.first < groups[-1][1]:
+            g = groups[-1]
+            g[1], g[3] = max(g[1], c.last), max(g[3], c.span[1])
+            g[4], g[5] = max(g[4], s.conversations), max(g[5], s.replies)
+        else:
+            groups.append([c.first, c.last, c.span[0], c.span[1], s.conversations, s.replies,
+                           name])
+    return [(g[2], g[3], g[4], g[5], g[6]) for g in groups]
+
+
 # Repetition needs several conversations; the generic example runner scores single turns, so
 # these are singles and near misses: one reply, however formulaic or self-repetitive, is not
 # yet a stock phrase, a near-duplicate or a template. The multi-conversation positives are in
 # tests/detectors/test_repetition*.py.
-_PER_REPLY = frozenset({"repetition.stock_phrase", "repetition.near_duplicate",
-                        "repetition.template_sequence"})
+_PER_REPLY = frozenset({"repetition.stock_phrase", "repetition.stock_empathy",
+                        "repetition.near_duplicate", "repetition.template_sequence"})
 _STOCK_OPENERS = (
     "I'm sorry to hear that. Your parcel left the depot this morning.",
     "I'm sorry to hear that. I have reset your password; check your inbox.",
     "I'm sorry to hear that. The invoice was corrected and re-sent.",
 )
+_SCRIPT = (
+    "Your latte is paid. Your order will be ready shortly at the counter.",
+    "Two muffins, got it. Your order will be ready shortly at the counter.",
+)
 
 EXAMPLES: tuple[Example, ...] = (
     Example("I'm sorry to hear that. A replacement card is on its way to you.",
-            expect=frozenset({"repetition.stock_phrase"}), preceded_by=_STOCK_OPENERS),
+            expect=frozenset({"repetition.stock_empathy"}),
+            absent=frozenset({"repetition.stock_phrase"}), preceded_by=_STOCK_OPENERS),
+    Example("One flat white. Your order will be ready shortly at the counter.",
+            expect=frozenset({"repetition.stock_phrase"}),
+            absent=frozenset({"repetition.stock_empathy"}), preceded_by=_SCRIPT),
     Example("I'm sorry to hear that. Let me check the status of your order right away.",
             absent=_PER_REPLY),
     Example("Your refund was issued to the original card; banks usually post it within a week.",

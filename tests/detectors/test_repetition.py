@@ -14,6 +14,7 @@ from detectors.base import Context, DictStateStore, Example, Finding, ScoringInp
 from detectors.repetition.detector import EXAMPLES, RepetitionDetector, state_key
 from detectors.repetition.text import analyse
 
+STOCK_LABELS = ("repetition.stock_phrase", "repetition.stock_empathy")
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 Step = tuple[str, int, str]  # (conversation, turn, text)
 MakeInput = Callable[..., ScoringInput]
@@ -46,6 +47,12 @@ def run(steps: Sequence[Step], make_input: MakeInput, batch: int = 1,
 
 def labelled(found: list[Finding], label: str) -> list[Finding]:
     return [f for f in found if f.label == f"repetition.{label}"]
+
+
+def stock(found: list[Finding]) -> list[Finding]:
+    """Stock phrases of either kind: empathy formulas and procedure are counted alike
+    (tests/detectors/test_repetition_formulas.py tells them apart)."""
+    return [f for f in found if f.label in STOCK_LABELS]
 
 
 SORRY = "I'm sorry to hear that."
@@ -90,9 +97,9 @@ def test_stock_phrases(name: str, steps: list[Step], expected: list[set[str]],
                        make_input: MakeInput) -> None:
     out = run(steps, make_input)
     for found, want in zip(out, expected, strict=True):
-        got = {f.evidence["phrase"] for f in labelled(found, "stock_phrase")}
+        got = {f.evidence["phrase"] for f in stock(found)}
         assert got == want
-        for f in labelled(found, "stock_phrase"):
+        for f in stock(found):
             assert f.evidence["conversations"] >= 2 and f.score >= 0.5
             assert not any(ch.isdigit() for ch in f.evidence["phrase"])
             assert "@" not in f.evidence["phrase"] and "anna" not in f.evidence["phrase"]
@@ -102,7 +109,7 @@ def test_stock_phrase_span_and_late_counts(make_input: MakeInput) -> None:
     steps = [("c1", 1, f"{SORRY} Your parcel is with the courier."),
              ("c1", 3, f"{SORRY} The courier lost the tracking label."),
              ("c2", 1, f"Well. {SORRY} The blender warranty covers the motor.")]
-    found = labelled(run(steps, make_input)[2], "stock_phrase")
+    found = stock(run(steps, make_input)[2])
     assert len(found) == 1
     text = steps[2][2]
     assert found[0].span == (text.index("I'm"), text.index("that") + len("that"))
@@ -151,7 +158,7 @@ def test_batch_equals_one_by_one(batch: int, bots: int, make_input: MakeInput) -
     many = run(steps, make_input, batch=batch, detector=RepetitionDetector(min_window=5),
                bots=bots)
     assert one == many
-    assert sum(len(labelled(f, "stock_phrase")) for f in one) > 10
+    assert sum(len(stock(f)) for f in one) > 10
 
 
 def test_a_failing_batch_leaves_no_half_state(make_input: MakeInput,
@@ -205,7 +212,7 @@ def test_redelivered_turn_is_not_counted_twice(make_input: MakeInput) -> None:
     again = det.score([make_input("c1", 1, f"{SORRY} Your parcel is with the courier.", store)])
     window = labelled(again[0], "window")[0]
     assert window.evidence["replies"] == 1
-    assert labelled(again[0], "stock_phrase") == []
+    assert stock(again[0]) == []
 
 
 def test_bots_and_tenants_are_separate(make_input: MakeInput) -> None:
@@ -216,16 +223,16 @@ def test_bots_and_tenants_are_separate(make_input: MakeInput) -> None:
     other_tenant = det.score([make_input("c3", 1, f"{SORRY} Parcel 3.", store, bot="a",
                                          tenant="t2")])
     same = det.score([make_input("c4", 1, f"{SORRY} Parcel four.", store, bot="a")])
-    assert labelled(other_bot[0], "stock_phrase") == []
-    assert labelled(other_tenant[0], "stock_phrase") == []
-    assert len(labelled(same[0], "stock_phrase")) == 1
+    assert stock(other_bot[0]) == []
+    assert stock(other_tenant[0]) == []
+    assert len(stock(same[0])) == 1
 
 
 def test_without_a_state_store_a_private_store_is_used(make_input: MakeInput) -> None:
     det = RepetitionDetector()
     det.score([make_input("c1", 1, f"{SORRY} Parcel one.", None)])
     out = det.score([make_input("c2", 1, f"{SORRY} Parcel two.", None)])
-    assert len(labelled(out[0], "stock_phrase")) == 1
+    assert len(stock(out[0])) == 1
 
 
 def test_window_metrics_on_a_hand_computed_case(make_input: MakeInput) -> None:
@@ -347,7 +354,9 @@ def test_examples_hold(example: Example) -> None:
     det.score([simple_input(t, conversation_id=f"earlier-{j}")
                for j, t in enumerate(example.preceded_by)])
     (found,) = det.score([simple_input(example.text, prompt=example.prompt)])
-    got = {f.label for f in found if f.score >= threshold(f.label)}
+    # a label the shipped policy never flags (threshold above 1) is a measurement: "fires"
+    # means the finding is there, as in tests/test_registry.py
+    got = {f.label for f in found if f.score >= threshold(f.label) or threshold(f.label) > 1}
     assert example.expect <= got and not example.absent & got
     assert {f.label for f in found} >= {"repetition.window"}
 
@@ -359,7 +368,7 @@ def test_state_from_other_sketch_options_starts_afresh(make_input: MakeInput) ->
     assert labelled(out[0], "window")[0].evidence["replies"] == 1
     out = RepetitionDetector(num_perm=64).score([make_input("c3", 1, f"{SORRY} Three.", store)])
     assert labelled(out[0], "window")[0].evidence["replies"] == 2
-    assert len(labelled(out[0], "stock_phrase")) == 1
+    assert len(stock(out[0])) == 1
 
 
 def test_incremental_state_snapshots_match_a_full_encoding(make_input: MakeInput) -> None:

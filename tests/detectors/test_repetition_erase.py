@@ -86,7 +86,7 @@ def test_forgotten_conversation_leaves_no_trace_and_matches_nothing() -> None:
     assert matched == ["c2"]
     window = next(f for f in found if f.label == "repetition.window")
     assert window.evidence["replies"] == 4
-    stock = next(f for f in found if f.label == "repetition.stock_phrase")
+    stock = next(f for f in found if f.label == "repetition.stock_empathy")
     assert stock.evidence["phrase"] == "i'm sorry to hear that"
 
 

@@ -2,7 +2,9 @@
 phrases and the rest are unique, the repetition findings catch the formulaic replies
 (recall >= 0.8) and spare the unique ones (precision >= 0.9). Flagging uses the shipped policy
 thresholds; the window finding (a property of the whole window, emitted on every reply) is
-not a per-reply flag and is left out of the count."""
+not a per-reply flag and is left out of the count. A label the policy never flags (threshold
+above 1: the procedural ``stock_phrase`` since issue "Quiet on a clean bot") is a measurement,
+and for it "caught" means the finding is there, as in tests/test_registry.py."""
 
 from __future__ import annotations
 
@@ -14,10 +16,10 @@ import pytest
 
 from detectors.base import Context, DictStateStore, ScoringInput, Turn
 from detectors.repetition.detector import RepetitionDetector
-from pipeline.policy import is_flagged
+from pipeline.policy import is_flagged, threshold
 
-PER_REPLY = ("repetition.stock_phrase", "repetition.near_duplicate",
-             "repetition.template_sequence")
+PER_REPLY = ("repetition.stock_phrase", "repetition.stock_empathy",
+             "repetition.near_duplicate", "repetition.template_sequence")
 STOCK_OPENERS = (
     "I'm sorry to hear that.",
     "Thank you for reaching out to us today.",
@@ -108,7 +110,8 @@ def flagged_replies(replies: list[Reply]) -> list[bool]:
     out = []
     for i in range(0, len(items), 32):
         out.extend(det.score(items[i: i + 32]))
-    return [any(f.label in PER_REPLY and is_flagged(f.label, f.score) for f in found)
+    return [any(f.label in PER_REPLY and (is_flagged(f.label, f.score)
+                                          or threshold(f.label) > 1.0) for f in found)
             for found in out]
 
 
