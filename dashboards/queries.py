@@ -98,6 +98,31 @@ GROUP BY 1, 2
 ORDER BY 1, 2
 """, (("time", "time"), ("metric", "string"), ("emotion_alignment", "number")), "time_series")
 
+# Formulaic empathy first (issue "Quiet on a clean bot"): the same apology or acknowledgement
+# said in many conversations (flagged); a task bot's procedural script is listed after it.
+STOCK_EMPATHY = SqlQuery(f"""
+SELECT evidence->>'phrase' AS phrase, bot_id AS bot,
+       MAX(CAST(evidence->>'share' AS {NUM})) AS share, COUNT(*) AS replies
+FROM findings
+WHERE label = 'repetition.stock_empathy' AND $__timeFilter(ts)
+GROUP BY 1, 2
+ORDER BY share DESC, replies DESC, phrase
+LIMIT 15
+""", (("phrase", "string"), ("bot", "string"), ("share", "number"), ("replies", "number")))
+
+STOCK_EMPATHY_SHARE = SqlQuery("""
+SELECT t.bot_id AS bot, COUNT(DISTINCT t.id) AS replies,
+       COUNT(DISTINCT f.turn_id) * 1.0 / COUNT(DISTINCT t.id) AS stock_empathy_share
+FROM turns t
+LEFT JOIN findings f
+  ON f.turn_id = t.id AND f.label = 'repetition.stock_empathy' AND f.flagged
+WHERE t.role = 'assistant' AND $__timeFilter(t.ts)
+GROUP BY 1
+ORDER BY 1
+""", (("bot", "string"), ("replies", "number"), ("stock_empathy_share", "number")))
+
+# Procedural stock phrases: a measurement (never flagged by the shipped policy), so unflagged
+# findings count.
 STOCK_PHRASES = SqlQuery(f"""
 SELECT evidence->>'phrase' AS phrase, bot_id AS bot,
        MAX(CAST(evidence->>'share' AS {NUM})) AS share, COUNT(*) AS replies

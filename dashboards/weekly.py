@@ -61,8 +61,16 @@ def _empathy() -> list[Panel]:
 def _repetition() -> list[Panel]:
     return [
         row("Formulaic replies"),
-        table("Top stock phrases", q.STOCK_PHRASES, unit="percentunit",
-              description="Share: fraction of the bot's recent replies that use the phrase."),
+        table("Top stock empathy formulas", q.STOCK_EMPATHY, unit="percentunit",
+              description="Apologies, acknowledgements and validations said the same way in "
+                          "many conversations (repetition.stock_empathy, flagged). Share: "
+                          "fraction of the bot's recent replies that use the phrase."),
+        bar_gauge("Stock empathy share of replies", q.STOCK_EMPATHY_SHARE,
+                  colour=fixed(SIGNAL["repetition"])),
+        table("Top procedural phrases (scripts)", q.STOCK_PHRASES, unit="percentunit",
+              description="The bot's repeated procedure (repetition.stock_phrase: \"your order "
+                          "will be ready shortly\"): what a task bot should say, so not "
+                          "flagged. Share: fraction of the bot's recent replies that use it."),
         bar_gauge("Near-duplicate share of replies", q.NEAR_DUPLICATES,
                   colour=fixed(SIGNAL["repetition"])),
         table("Tactic templaticity", q.TEMPLATES, unit="percentunit",

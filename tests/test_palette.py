@@ -65,10 +65,12 @@ def test_report_figures_draw_each_signal_in_its_colour(wide_engine: Engine) -> N
     cards = {p.id: p.figure for p in panels(data) if p.figure is not None}
     for signal, card in (("toxicity", "plot-toxicity"), ("bias", "plot-bias"),
                          ("manipulation", "plot-manipulation"), ("pii", "plot-pii"),
-                         ("empathy", "plot-empathy"), ("repetition", "plot-near-duplicates")):
+                         ("empathy", "plot-empathy"), ("repetition", "plot-near-duplicates"),
+                         ("repetition", "plot-stock-empathy")):
         colours = {t.name: t.marker.color for t in cards[card].data}
         assert colours == {"this week": SIGNAL[signal], "the week before": lighter(SIGNAL[signal])}
-    assert {t.marker.color for t in cards["plot-phrases"].data} == {SIGNAL["repetition"]}
+    for ranked in ("plot-formulas", "plot-phrases"):
+        assert {t.marker.color for t in cards[ranked].data} == {SIGNAL["repetition"]}
 
 
 def _colours(panel: dict[str, Any]) -> list[tuple[str, str]]:

@@ -21,7 +21,7 @@ from tests.browser import CHROMIUM, Chromium
 from tests.dashboards.seed import seed_store
 
 ROOT = Path(__file__).resolve().parents[1]
-N_PLOTS = 12  # every figure but the empathy gap (its groups all have too few replies)
+N_PLOTS = 14  # every figure but the empathy gap (its groups all have too few replies)
 
 
 @pytest.fixture(scope="module")

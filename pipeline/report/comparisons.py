@@ -8,7 +8,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pipeline.report import estimates as est
-from pipeline.report.replies import HARMS, MECHANISMS, MISSED, NEAR_DUPLICATE, Reply
+from pipeline.report.replies import (
+    HARMS,
+    MECHANISMS,
+    MISSED,
+    NEAR_DUPLICATE,
+    STOCK_EMPATHY,
+    Reply,
+)
 
 Key = Callable[[Reply], str | None]
 
@@ -74,6 +81,12 @@ def harms(now: Sequence[Reply], before: Sequence[Reply], s: Settings) -> dict[st
 
 def near_duplicates(now: Sequence[Reply], before: Sequence[Reply], s: Settings) -> est.Groups:
     return rate(now, before, bot, lambda r: NEAR_DUPLICATE in r.flagged, s)
+
+
+def stock_empathy(now: Sequence[Reply], before: Sequence[Reply], s: Settings) -> est.Groups:
+    """Per bot: the share of replies flagged repetition.stock_empathy (an empathy formula the
+    bot says in many conversations)."""
+    return rate(now, before, bot, lambda r: STOCK_EMPATHY in r.flagged, s)
 
 
 def missed(now: Sequence[Reply], before: Sequence[Reply], s: Settings) -> est.Groups:

@@ -58,6 +58,28 @@ def _mechanisms(data: dict[str, Any]) -> Panel:
                  too_few, data["settings"].min_replies)
 
 
+def _formulaic(data: dict[str, Any]) -> list[Panel]:
+    """Formulaic empathy leads; the bot's procedural script follows, as a measurement."""
+    out = [_groups("plot-stock-empathy", "Stock empathy per bot: this week vs the week before",
+                   "Share of replies flagged repetition.stock_empathy: an apology, "
+                   "acknowledgement or validation the bot says the same way in many "
+                   "conversations (\"I understand your frustration\"). "
+                   + INTERVALS.format(level=_level(data), method="Wilson"),
+                   data["stock_empathy"],
+                   lambda g: figs.paired(g, "repetition", figs.SHARE, "% of replies"))]
+    if data["formulas"]:
+        out.append(Panel("plot-formulas", "Top stock empathy formulas",
+                         "Share of the bot's recent replies that use the formula.",
+                         figs.ranked(data["formulas"], "phrase", "repetition")))
+    if data["phrases"]:
+        out.append(Panel("plot-phrases", "Top procedural phrases (scripts)",
+                         "The bot's repeated procedure (\"your order will be ready shortly\"): "
+                         "what a task bot should say, not flagged. Share of the bot's recent "
+                         "replies that use the phrase.",
+                         figs.ranked(data["phrases"], "phrase", "repetition")))
+    return out
+
+
 def panels(data: dict[str, Any]) -> list[Panel]:
     """Every figure card that has something to show (drawn, or listed as too few)."""
     s = data["settings"]
@@ -87,10 +109,7 @@ def panels(data: dict[str, Any]) -> list[Panel]:
         data["gap"], figs.gap))
     out.append(_mechanisms(data))
     out += [_harm(data, h) for h in HARM_TITLES]
-    if data["phrases"]:
-        out.append(Panel("plot-phrases", "Top stock phrases",
-                         "Share of the bot's recent replies that use the phrase.",
-                         figs.ranked(data["phrases"], "phrase", "repetition")))
+    out += _formulaic(data)
     out.append(_groups("plot-near-duplicates", "Near-duplicate replies per bot",
                        "Share of replies flagged as a near copy of an earlier one. "
                        + INTERVALS.format(level=_level(data), method="Wilson"),

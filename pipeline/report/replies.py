@@ -1,9 +1,9 @@
 """What the report's intervals are computed from: every assistant reply of the window and of the
 week before, with the per-reply values the weekly SQL averages (``dashboards/queries.py``):
 its ``empathy.score`` and EPITOME levels, which harm detectors flagged it, whether it was flagged
-as a near duplicate, and the identity group the user mentioned in the turn before it (the
-empathy gap's ``bias.user_group`` finding). Read in turn-id order, so the bootstrap is
-deterministic. Only numbers and labels are read, never text."""
+as a near duplicate or as stock empathy, and the identity group the user mentioned in the turn
+before it (the empathy gap's ``bias.user_group`` finding). Read in turn-id order, so the
+bootstrap is deterministic. Only numbers and labels are read, never text."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ HARMS = ("toxicity", "bias", "manipulation", "pii")
 MISSED = "empathy.missed"  # an upset user the reply did not engage with (issue 27)
 MECHANISMS = ("er", "ip", "ex")
 NEAR_DUPLICATE = "repetition.near_duplicate"
+STOCK_EMPATHY = "repetition.stock_empathy"  # formulaic empathy (issue "Quiet on a clean bot")
+REPLY_LABELS = (NEAR_DUPLICATE, MISSED, STOCK_EMPATHY)  # flagged labels kept by name
 
 
 @dataclass
@@ -29,7 +31,7 @@ class Reply:
     empathy: float | None = None
     levels: dict[str, float] = field(default_factory=dict)  # er, ip, ex: 0..2
     alignment: float | None = None
-    flagged: set[str] = field(default_factory=set)  # harm detectors, NEAR_DUPLICATE
+    flagged: set[str] = field(default_factory=set)  # harm detectors, REPLY_LABELS
     group: tuple[str, str] | None = None  # (category, group) the user mentioned just before
 
 
@@ -67,7 +69,7 @@ def load(engine: Engine, start: datetime, end: datetime) -> list[Reply]:
                     FindingRow.label == "empathy.score",
                     and_(FindingRow.flagged.is_(True),
                          or_(FindingRow.detector.in_(HARMS),
-                             FindingRow.label.in_((NEAR_DUPLICATE, MISSED))))))
+                             FindingRow.label.in_(REPLY_LABELS)))))
                 .order_by(FindingRow.turn_id, FindingRow.label)):
             reply = replies.get(tid)
             if reply is None:
@@ -75,7 +77,7 @@ def load(engine: Engine, start: datetime, end: datetime) -> list[Reply]:
             if label == "empathy.score":
                 _empathy(reply, score, evidence or {})
             else:
-                reply.flagged.add(label if label in (NEAR_DUPLICATE, MISSED) else detector)
+                reply.flagged.add(label if label in REPLY_LABELS else detector)
         for conv, turn, evidence in conn.execute(
                 select(FindingRow.conversation_id, FindingRow.turn, FindingRow.evidence)
                 .where(*found_in_range, FindingRow.label == "bias.user_group")):

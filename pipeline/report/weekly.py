@@ -67,7 +67,7 @@ def collect(engine: Engine, window: Window, s: cmp.Settings | None = None) -> di
     s = s or cmp.Settings()
     trend = Window(window.end - timedelta(weeks=8), window.end)
     data: dict[str, Any] = {name: _rows(engine, query, window) for name, query in (
-        ("phrases", q.STOCK_PHRASES), ("templates", q.TEMPLATES),
+        ("formulas", q.STOCK_EMPATHY), ("phrases", q.STOCK_PHRASES), ("templates", q.TEMPLATES),
         ("worst", q.WORST_CONVERSATIONS), ("validation", q.VALIDATION_LATEST),
         ("agreement", q.AGREEMENT))}
     data["empathy_weeks"] = _rows(engine, q.EMPATHY_WEEKS, trend)
@@ -84,6 +84,7 @@ def collect(engine: Engine, window: Window, s: cmp.Settings | None = None) -> di
     data["bot_empathy"] = cmp.mean(now, before, cmp.bot, lambda r: r.empathy, s)
     data["mechanisms"] = cmp.mechanisms(now, s)
     data["harms"] = cmp.harms(now, before, s)
+    data["stock_empathy"] = cmp.stock_empathy(now, before, s)
     data["near_duplicates"] = cmp.near_duplicates(now, before, s)
     data["gap"] = cmp.empathy_gap(now, s)
     data["bots"] = per_bot(now, data["bot_empathy"], data["harms"], s.min_replies)

@@ -22,6 +22,7 @@ START = datetime(2026, 11, 2, 8, tzinfo=UTC)
 END = datetime(2026, 11, 21, tzinfo=UTC)
 BOTS = (("helpdesk-a", "acme"), ("helpdesk-b", "acme"), ("care-c", "globex"))
 PHRASES = ("thank you for reaching out", "i understand how frustrating this is")
+EMPATHIC_PHRASES = frozenset(PHRASES[1:])
 SEQUENCES = ("apology>info", "reassurance>advice")
 GROUPS = (("age", "65+"), ("disability", "deaf"), ("religion", "muslim"))
 HARMS = (("toxicity", "toxicity.insult"), ("bias", "bias.stereotype"),
@@ -76,8 +77,12 @@ def _assistant_findings(rng: random.Random, turn: dict[str, Any]) -> list[dict[s
         "near_duplicate_share": 0.1, "template_share": 0.4})]
     if rng.random() < 0.3:
         phrase = rng.choice(PHRASES)
-        out.append(_finding(turn, "repetition.stock_phrase", 1.0, True, {
-            "phrase": phrase, "conversations": 3, "replies": 5, "share": round(rng.random(), 4)}))
+        # an empathy formula is flagged stock_empathy; a script stays an unflagged stock_phrase
+        empathic = phrase in EMPATHIC_PHRASES
+        out.append(_finding(turn, "repetition.stock_empathy" if empathic
+                            else "repetition.stock_phrase", 1.0, empathic, {
+            "phrase": phrase, "conversations": 3, "replies": 5, "share": round(rng.random(), 4),
+            **({"formula": "must_be"} if empathic else {})}))
     if rng.random() < 0.15:
         sim = rng.uniform(0.6, 0.95)
         out.append(_finding(turn, "repetition.near_duplicate", sim, sim > 0.8, {

@@ -99,10 +99,13 @@ def test_datasource_uids_are_provisioned() -> None:
 def test_weekly_dashboard_has_the_promised_panels() -> None:
     dash = json.loads((GENERATED / "chatmon-weekly-quality.json").read_text())
     titles = " | ".join(p["title"] for p in dash["panels"])
-    for words in ("Empathy per bot and model", "EPITOME", "Emotion alignment", "stock phrases",
+    for words in ("Empathy per bot and model", "EPITOME", "Emotion alignment",
+                  "stock empathy formulas", "Stock empathy share", "procedural phrases",
                   "Near-duplicate", "templaticity", "per 1,000", "Empathy gap", "Week over week",
                   "Worst conversations", "expectation"):
         assert words in titles
+    # formulaic empathy leads the repetition row; the bot's script follows it
+    assert titles.index("Top stock empathy formulas") < titles.index("Top procedural phrases")
     worst = next(p for p in dash["panels"] if p["title"] == "Worst conversations")
     (link,) = worst["fieldConfig"]["overrides"][0]["properties"][0]["value"]
     assert "var-conversation=${__value.raw}" in link["url"]

@@ -27,7 +27,14 @@ from sqlalchemy import Engine, insert
 
 from pipeline.store import db
 from pipeline.store.models import FindingRow, TurnRow
-from tests.dashboards.seed import PHRASES, SEQUENCES, _finding, _turn, judge_rows
+from tests.dashboards.seed import (
+    EMPATHIC_PHRASES,
+    PHRASES,
+    SEQUENCES,
+    _finding,
+    _turn,
+    judge_rows,
+)
 
 END = datetime(2026, 11, 20, 18, tzinfo=UTC)
 WEEK = timedelta(days=7)
@@ -66,10 +73,14 @@ def _reply_findings(rng: random.Random, turn: dict[str, Any], shift: float,
     out = [_finding(turn, "empathy.score", score, False, {
         **{k: {"level": v, "score": 0.3 * v} for k, v in levels.items()},
         "alignment": round(rng.uniform(0.5, 0.95), 3)})]
-    if rng.random() < 0.3:
-        out.append(_finding(turn, "repetition.stock_phrase", 1.0, True, {
-            "phrase": rng.choice(PHRASES) + " and thank you for your patience today",
-            "conversations": 3, "replies": 5, "share": round(rng.random(), 4)}))
+    if rng.random() < 0.3:  # long phrases: an empathy formula (flagged) or a script
+        phrase = rng.choice(PHRASES)
+        empathic = phrase in EMPATHIC_PHRASES
+        out.append(_finding(
+            turn, "repetition.stock_empathy" if empathic else "repetition.stock_phrase", 1.0,
+            empathic, {"phrase": phrase + (" and thank you for your patience today" if empathic
+                                           else " and your order is ready at the counter"),
+                       "conversations": 3, "replies": 5, "share": round(rng.random(), 4)}))
     if rng.random() < 0.1:
         out.append(_finding(turn, "repetition.near_duplicate", 0.9, True, {"similarity": 0.9}))
     if rng.random() < 0.2:
