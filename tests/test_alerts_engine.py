@@ -159,10 +159,27 @@ def test_empathy_drop_waits_for_its_for_duration():
 ])
 def test_repetition_spike(baseline_flagged, now_flagged, fires):
     eng, inbox, clock = engine(rule("ChatmonRepetitionSpike", for_s=0))
-    eng.on_batch(batch(100, {"repetition.stock_phrase": baseline_flagged}, bot="r"))
+    eng.on_batch(batch(100, {"repetition.stock_empathy": baseline_flagged}, bot="r"))
     clock.t += 2 * 86400
-    eng.on_batch(batch(40, {"repetition.stock_phrase": now_flagged}, bot="r", start=200))
+    eng.on_batch(batch(40, {"repetition.stock_empathy": now_flagged}, bot="r", start=200))
     assert inbox.names() == (["ChatmonRepetitionSpike"] if fires else [])
+    if fires:  # the evidence names the formulaic empathy it counted
+        assert {e["label"] for e in inbox.alerts[0].evidence} == {"repetition.stock_empathy"}
+
+
+@pytest.mark.parametrize("script_flagged", [False, True])
+def test_repetition_spike_spares_a_clean_bots_script(script_flagged: bool) -> None:
+    """Procedural stock phrases are stored unflagged (issue "Quiet on a clean bot"): a task
+    bot whose every reply is its script does not raise the spike; the same replies flagged
+    (the policy before that issue) would."""
+    eng, inbox, clock = engine(rule("ChatmonRepetitionSpike", for_s=0))
+    eng.on_batch(batch(100, {"repetition.stock_empathy": 5}, bot="r"))
+    clock.t += 2 * 86400
+    now = batch(40, bot="r", start=200)
+    now.finding_rows.extend(_finding(t["conversation_id"], "repetition.stock_phrase", 1.0,
+                                     script_flagged, "r", "acme") for t in now.turn_rows)
+    eng.on_batch(now)
+    assert inbox.names() == (["ChatmonRepetitionSpike"] if script_flagged else [])
 
 
 def test_health_rules():

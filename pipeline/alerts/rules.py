@@ -108,9 +108,13 @@ RULES: tuple[AlertRule, ...] = (
         baseline_s=7 * DAY, factor=2.0, min_volume=30, for_s=15 * MINUTE,
         detector="repetition", by=("bot",),
         summary="bot {bot}: {value} of assistant turns flagged as formulaic repetition "
-                "(over twice its 7-day share)",
-        runbook="chatmon findings --detector repetition --bot BOT: which stock phrase or "
-                "template took over; check a prompt or decoding (temperature) change",
+                "(stock empathy formulas, near-duplicates or a fixed template; over twice its "
+                "7-day share)",
+        runbook="chatmon findings --label repetition.stock_empathy --bot BOT --flagged first: "
+                "which empathy formula is said to everyone; then --detector repetition for "
+                "near-duplicates and templates; check a prompt or decoding (temperature) "
+                "change. The bot's procedural script (repetition.stock_phrase) is not flagged "
+                "and never counts",
     ),
     AlertRule(
         "ChatmonPipelineStalled", "page", "stalled", threshold=0, window_s=5 * MINUTE,
