@@ -84,4 +84,14 @@ def formula_spans(text: str) -> list[tuple[int, int, str]]:
     frustration with this" of "I understand your frustration with this" is empathic too,
     while the reply's script beside it is not."""
     plain = text.replace("’", "'")  # same length: offsets stay those of ``text``
-    return [(m.start(), m.end(), formula(m.group()) or "formula") for m in ANY.finditer(plain)]
+    if not ANY.search(plain):
+        return []
+    # Overlapping matches too: a plain scan would stop at "really sorry" and miss the "sorry
+    # to hear that" it overlaps, leaving "to hear that you're going through" to the script.
+    out = []
+    for name, rx in FORMULAS.items():
+        m = rx.search(plain)
+        while m is not None:
+            out.append((m.start(), m.end(), name))
+            m = rx.search(plain, m.start() + 1)
+    return sorted(out)

@@ -119,3 +119,13 @@ def test_the_split_does_not_depend_on_batching() -> None:
     batched = [[(f.label, f.span, f.evidence) for f in found] for found in run(steps, batch=4)]
     assert one == batched
     assert any(label == "repetition.stock_empathy" for label, _, _ in one[-1])
+
+
+def test_a_window_inside_an_apology_is_empathic() -> None:
+    """"to hear that you're going through" cuts "I'm really sorry to hear that you're going
+    through this" after its apology: it belongs to the formula, not to a script."""
+    steps = across("I'm really sorry to hear that you're going through this.")
+    last = run(steps)[-1]
+    assert phrases(last, "stock_phrase") == set()
+    assert phrases(last, "stock_empathy") == {
+        "i'm really sorry to hear that you're going through this"}
