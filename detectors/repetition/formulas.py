@@ -66,6 +66,8 @@ FORMULAS: dict[str, re.Pattern[str]] = {name: re.compile(rx, re.IGNORECASE) for 
                  r"\b|\bmy\s+heart\s+goes\s+out\b|\b(?:glad|happy|relieved|pleased)\s+to\s+hear"
                  r"\b|\bthat's\s+(?:so\s+|really\s+)?(?:great|good|wonderful)\s+to\s+hear\b"),
 }.items()}
+_CLAUSE_END = ",;:—–()!?."
+_CLAUSE = re.compile(r"[,;:—–()!?]|\.(?:\s|$)")
 ANY = re.compile("|".join(f"(?:{p.pattern})" for p in FORMULAS.values()), re.IGNORECASE)
 
 
@@ -79,19 +81,25 @@ def formula(phrase: str) -> str | None:
 
 
 def formula_spans(text: str) -> list[tuple[int, int, str]]:
-    """Where the reply ``text`` holds an empathy formula: (start, end, name), in order. A
-    phrase is empathic when it overlaps one, so the five-word window "understand your
-    frustration with this" of "I understand your frustration with this" is empathic too,
-    while the reply's script beside it is not."""
+    """Where the reply ``text`` holds an empathy formula, to the end of its clause: (start,
+    end, name), in order. A phrase is empathic when it overlaps one, so the five-word window
+    "understand your frustration with this" of "I understand your frustration with this" is
+    empathic too, while the reply's script beside it is not."""
     plain = text.replace("’", "'")  # same length: offsets stay those of ``text``
     if not ANY.search(plain):
         return []
     # Overlapping matches too: a plain scan would stop at "really sorry" and miss the "sorry
     # to hear that" it overlaps, leaving "to hear that you're going through" to the script.
+    # A formula runs to the end of its clause: "sorry to hear that you're feeling this way"
+    # is one apology, and the "but I'm unable to..." after the comma is the script.
     out = []
     for name, rx in FORMULAS.items():
         m = rx.search(plain)
         while m is not None:
-            out.append((m.start(), m.end(), name))
+            end = m.end()
+            if end and plain[end - 1] not in _CLAUSE_END:
+                stop = _CLAUSE.search(plain, end)
+                end = stop.start() if stop is not None else len(plain)
+            out.append((m.start(), end, name))
             m = rx.search(plain, m.start() + 1)
     return sorted(out)

@@ -129,3 +129,12 @@ def test_a_window_inside_an_apology_is_empathic() -> None:
     assert phrases(last, "stock_phrase") == set()
     assert phrases(last, "stock_empathy") == {
         "i'm really sorry to hear that you're going through this"}
+
+
+def test_a_formula_runs_to_the_end_of_its_clause() -> None:
+    """"that you're feeling this way" is the apology's object, not script; the clause after
+    the comma is script. The whole sentence repeats too, and it holds the formula."""
+    text = "I'm sorry to hear that you're feeling this way, but the shop closes at noon."
+    last = run(across(text))[-1]
+    assert phrases(last, "stock_empathy") == {text.lower().rstrip(".")}
+    assert phrases(last, "stock_phrase") == {"but the shop closes at noon"}
