@@ -95,6 +95,18 @@ class Settings(BaseSettings):
     grafana_url: str | None = None
     grafana_token: SecretStr | None = None
 
+    # OpenTelemetry GenAI traces in (POST /v1/traces; docs/otel.md): the span or resource
+    # attributes that name a conversation after gen_ai.conversation.id and session.id (e.g.
+    # langfuse.session.id), the bot and the tenant, and the attributes copied into metadata
+    # (none unless listed: span attributes can hold anything).
+    otel_conversation_attributes: tuple[str, ...] = ()
+    otel_bot_attribute: str = "service.name"
+    otel_tenant_attribute: str | None = None
+    otel_metadata_attributes: tuple[str, ...] = ()
+    # Exporters batch up to 512 spans and each repeats its conversation: the Collector's OTLP
+    # receiver allows 20 MiB, and so does chatmon (compressed and inflated alike).
+    otel_max_body_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
+
     kafka_bootstrap: str = "127.0.0.1:9092"
     # Kafka workers (chatmon worker / produce / topics; CLI flags override these).
     kafka_group: str = "chatmon"

@@ -22,6 +22,7 @@ from pipeline.embedded.lifecycle import EmbeddedLifecycle
 from pipeline.errors import MissingExtraError, SinkError, StoreUnavailable
 from pipeline.ingest import limits
 from pipeline.ingest.events import DETECTOR_ERROR, RawRecord
+from pipeline.ingest.otel_http import traces_route
 from pipeline.metrics import get_metrics, render_latest
 from pipeline.scoring.isolation import process_isolating
 from pipeline.scoring.process import BatchReport, Processor
@@ -293,6 +294,8 @@ def create_app(settings: Settings, processor: Processor,
                 await asyncio.to_thread(alerting.close)
 
     routes = [Route("/v1/turns", ingest, methods=["POST"]),
+              Route("/v1/traces", traces_route(settings, batcher.submit, authorized, read_body,
+                                               RETRY_AFTER_S), methods=["POST"]),
               Route("/v1/reviews", reviews, methods=["POST"]),
               Route("/v1/conversations/{conversation_id:path}", delete_conversation,
                     methods=["DELETE"]),
