@@ -9,7 +9,9 @@ Each set is read from its original layout (see the set's SOURCE.md):
 Texts are scored as assistant turns through the registered detector exactly as the pipeline does
 (shared embeddings, batches). Findings below the detector's ``min_score`` floor are dropped in
 production; evals set the floor to 0 so that low scores still rank. Thresholds (for
-``worst_group_bal_acc`` and ``max_group_fpr``) come from the shipped policy, never from the data.
+``worst_group_bal_acc``, ``max_group_fpr`` and the ``*_at_cut`` metrics: recall, false positive
+rate and precision at the shipped flag threshold of the label each bench scores) come from the
+shipped policy, never from the data.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 
 from detectors import registry
 from pipeline.errors import EvalDataError
-from pipeline.eval.core import EvalResult, auprc, auroc, read_csv, require
+from pipeline.eval.core import EvalResult, at_cut, auprc, auroc, read_csv, require
 from pipeline.policy import threshold
 from pipeline.scoring.suite import score_texts, simple_input
 from pipeline.settings import Settings
@@ -96,13 +98,23 @@ def evaluate_davidson(path: Path, settings: Settings) -> EvalResult:
     scores = score_rows(rows, settings)
     toxic = [r.labels["toxic"] for r in rows]
     hate = [r.labels["hate"] for r in rows]
+    cut = _cut("toxicity", settings)
     metrics = {
         "auroc_toxic": auroc(toxic, scores["toxicity"].tolist()),
         "auprc_hate": auprc(hate, scores["identity_attack"].tolist()),
+        # offensive + hate (``toxic``) by the toxicity label, at its shipped cut
+        **at_cut(toxic, scores["toxicity"].tolist(), cut),
     }
+    hate_cut = _cut("identity_attack", settings)
     detail = {**_detail_common(settings), "hate_rate": float(np.mean(hate)),
-              "auroc_hate": auroc(hate, scores["identity_attack"].tolist())}
+              "auroc_hate": auroc(hate, scores["identity_attack"].tolist()),
+              "threshold": cut, "hate_threshold": hate_cut,
+              "hate_at_cut": at_cut(hate, scores["identity_attack"].tolist(), hate_cut)}
     return EvalResult("davidson", DETECTOR, len(rows), metrics, detail)
+
+
+def _cut(label: str, settings: Settings) -> float:
+    return threshold(f"{DETECTOR}.{label}", settings.thresholds)
 
 
 def group_rates(
@@ -127,12 +139,13 @@ def evaluate_toxigen(path: Path, settings: Settings) -> EvalResult:
     rows = load_toxigen(path)
     scores = scores_for_toxigen(score_rows(rows, settings))
     y = [r.labels["hate"] for r in rows]
-    cut = threshold(f"{DETECTOR}.toxicity", settings.thresholds)
+    cut = _cut("toxicity", settings)
     per_group = group_rates(y, list(scores >= cut), [r.group for r in rows])
     metrics = {
         "auroc": auroc(y, scores.tolist()),
         "worst_group_bal_acc": min(g["bal_acc"] for g in per_group.values()),
         "max_group_fpr": max(g["fpr"] for g in per_group.values() if g["n_neutral"]),
+        **at_cut(y, scores.tolist(), cut),
     }
     detail = {**_detail_common(settings), "threshold": cut, "groups": per_group}
     return EvalResult("toxigen", DETECTOR, len(rows), metrics, detail)
@@ -146,12 +159,15 @@ def scores_for_toxigen(scores: dict[str, np.ndarray]) -> np.ndarray:
 def evaluate_jigsaw(path: Path, settings: Settings) -> EvalResult:
     rows = load_jigsaw(path)
     scores = score_rows(rows, settings)
-    metrics = {"auroc_toxic": auroc([r.labels["toxic"] for r in rows], scores["toxicity"].tolist())}
+    toxic = [r.labels["toxic"] for r in rows]
+    cut = _cut("toxicity", settings)
+    metrics = {"auroc_toxic": auroc(toxic, scores["toxicity"].tolist()),
+               **at_cut(toxic, scores["toxicity"].tolist(), cut)}
     per_label = {
         ours: auroc([r.labels[theirs] for r in rows], scores[ours].tolist())
         for ours, theirs in zip(LABELS, JIGSAW_COLUMNS, strict=True)
         if sum(r.labels[theirs] for r in rows) > 0
     }
     detail = {**_detail_common(settings), "auroc_per_label": per_label,
-              "n_toxic": sum(r.labels["toxic"] for r in rows)}
+              "n_toxic": sum(toxic), "threshold": cut}
     return EvalResult("jigsaw", DETECTOR, len(rows), metrics, detail)

@@ -65,6 +65,15 @@ def test_davidson_metrics(fixed_scores: None) -> None:
     assert res["metrics"]["auroc_toxic"] == pytest.approx(1.0)
     # hate by identity_attack: 0.9 (hate), 0.8 (offensive), 0.7 (hate): AP = (1 + 2/3) / 2
     assert res["metrics"]["auprc_hate"] == pytest.approx((1 + 2 / 3) / 2, abs=1e-4)
+    # At the toxicity cut (0.5 here): toxic 0.9, 0.8, 0.95 flagged, 0.3 not; neither 0.1, 0.05.
+    m = res["metrics"]
+    assert (m["recall_at_cut"], m["fpr_at_cut"], m["precision_at_cut"]) == (0.75, 0.0, 1.0)
+    # Hate by identity_attack at its policy cut (0.5): both hate tweets (0.7, 0.9) flagged, and
+    # one of the four others (0.8): recall 1, FPR 1/4, precision 2/3.
+    hate = res["detail"]["hate_at_cut"]
+    assert res["detail"]["hate_threshold"] == 0.5
+    assert hate["recall_at_cut"] == 1.0 and hate["fpr_at_cut"] == 0.25
+    assert hate["precision_at_cut"] == pytest.approx(2 / 3)
 
 
 def test_toxigen_metrics_use_the_policy_threshold(fixed_scores: None) -> None:
@@ -79,17 +88,24 @@ def test_toxigen_metrics_use_the_policy_threshold(fixed_scores: None) -> None:
     assert res["metrics"]["max_group_fpr"] == pytest.approx(0.5)
     # (hate, neutral) pairs ranked right: 14.5 of 16 (0.2 loses to 0.7 and ties with 0.2)
     assert res["metrics"]["auroc"] == pytest.approx(14.5 / 16, abs=1e-4)
+    # hate 0.9, 0.2, 0.8, 0.9 (3 of 4 at 0.5); neutral 0.1, 0.7, 0.1, 0.2 (1 of 4 flagged)
+    m = res["metrics"]
+    assert (m["recall_at_cut"], m["fpr_at_cut"], m["precision_at_cut"]) == (0.75, 0.25, 0.75)
     # A stricter threshold from settings changes the flag-based metrics, not the AUROC.
     strict = run_benchmark("toxigen", FIXTURES / "toxigen",
                            Settings(thresholds={"toxicity.toxicity": 0.85})).as_dict()
     assert strict["metrics"]["max_group_fpr"] == 0.0
     assert strict["metrics"]["auroc"] == res["metrics"]["auroc"]
+    assert strict["metrics"]["recall_at_cut"] == 0.5 and strict["metrics"]["fpr_at_cut"] == 0.0
 
 
 def test_jigsaw_metrics(fixed_scores: None) -> None:
     res = run_benchmark("jigsaw", FIXTURES / "jigsaw", SETTINGS).as_dict()
     assert res["n"] == 5 and res["detail"]["n_toxic"] == 2
     assert res["metrics"]["auroc_toxic"] == pytest.approx(0.5)  # unknown texts all score 0
+    # nothing reaches the cut: recall and FPR 0, precision undefined (None, never 0)
+    m = res["metrics"]
+    assert (m["recall_at_cut"], m["fpr_at_cut"], m["precision_at_cut"]) == (0.0, 0.0, None)
 
 
 def test_missing_file_and_column_are_clear_errors(tmp_path: Path) -> None:
