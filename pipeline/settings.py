@@ -122,6 +122,10 @@ class Settings(BaseSettings):
     # shorter conversation history (docs/kafka.md). Raise it on Apache Kafka for throughput.
     kafka_producer_max_batch_size: int = 1
     worker_web_port: int = 6066
+    # The OTLP topic the OpenTelemetry Collector's Kafka exporter writes (its default is
+    # otlp_spans), and its encoding; unset: the worker reads no OTLP (docs/otel.md).
+    kafka_otlp_topic: str | None = None
+    kafka_otlp_encoding: Literal["otlp_proto", "otlp_json"] = "otlp_proto"
 
     def enabled_detectors(self) -> tuple[str, ...]:
         from detectors.registry import REGISTRY

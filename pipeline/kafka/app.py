@@ -58,6 +58,9 @@ class WorkerOptions:
     web_port: int
     session_timeout_s: float
     producer_max_batch_size: int
+    # The OpenTelemetry Collector's Kafka exporter topic, and its encoding (docs/otel.md).
+    otlp_topic: str | None = None
+    otlp_encoding: str = "otlp_proto"
     web_host: str = "0.0.0.0"
     datadir: Path = Path("/tmp/chatmon-worker")
 
@@ -69,7 +72,8 @@ class WorkerOptions:
             partitions=s.kafka_partitions, batch_size=s.batch_size,
             within_s=s.kafka_batch_within_s, web_port=s.worker_web_port,
             session_timeout_s=s.kafka_session_timeout_s,
-            producer_max_batch_size=s.kafka_producer_max_batch_size)
+            producer_max_batch_size=s.kafka_producer_max_batch_size,
+            otlp_topic=s.kafka_otlp_topic, otlp_encoding=s.kafka_otlp_encoding)
         base.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**base)  # type: ignore[arg-type]
 
@@ -194,8 +198,14 @@ def make_app(opts: WorkerOptions, procs: Processors, stats: WorkerStats) -> faus
         state.owns = owned = Owned(app, state.table, opts.partitions)
         detectors = procs.stage2.suite.detectors
         tables.append((stage2, STATE, lambda req: forget_state(state, detectors, req), owned))
+    if opts.otlp_topic:
+        from pipeline.kafka import otel
+
+        otel.add_agent(app, opts.otlp_topic, opts.otlp_encoding, opts.batch_size, opts.within_s,
+                       opts.partitions, procs.stage1.settings, stats, turns, dlq, admit)
     _lifecycle(app, opts, procs, tables)
-    _observability(app, stats, {opts.turns_topic, opts.phrases_topic})
+    own = [opts.turns_topic, opts.phrases_topic, opts.otlp_topic]
+    _observability(app, stats, {t for t in own if t})
     return app
 
 

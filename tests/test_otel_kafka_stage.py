@@ -1,0 +1,89 @@
+"""The worker's OTLP stage (pipeline/kafka/otel.py) without a broker: fake topics record what it
+produces. ``otlp_json`` records, turn events keyed by conversation in conversation order, the
+dead-letter shapes, a lone surrogate that cannot stop the stage; the broker test is
+tests/kafka/test_otel_worker.py."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf import json_format
+
+from pipeline.ingest.otel import OtelOptions
+from pipeline.kafka.lag import WorkerStats
+from pipeline.kafka.otel import OtlpStage, one_span
+from tests.otel_spans import chat_span, request, semconv
+
+
+@dataclass
+class Msg:
+    value: bytes
+    offset: int
+    key: bytes | None = None
+    topic: str = "otlp_spans"
+    partition: int = 0
+
+
+@dataclass
+class Event:
+    message: Msg
+
+
+class FakeTopic:
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    async def send(self, **kwargs: Any) -> asyncio.Future[None]:
+        self.sent.append(kwargs)
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done.set_result(None)
+        return done
+
+
+def run(encoding: str, values: list[bytes]) -> tuple[FakeTopic, FakeTopic, WorkerStats]:
+    turns, dlq, stats = FakeTopic(), FakeTopic(), WorkerStats()
+    stage = OtlpStage(encoding, OtelOptions(), stats, turns.send, dlq.send)
+    asyncio.run(stage.handle([Event(Msg(v, i)) for i, v in enumerate(values)]))
+    return turns, dlq, stats
+
+
+def test_otlp_json_records_become_turn_events_in_conversation_order() -> None:
+    export = request(
+        chat_span("j-1", [semconv("user", "Hi")], [semconv("assistant", "Hello")]),
+        chat_span("j-2", [semconv("user", "Yo")], [semconv("assistant", "Hey")]))
+    body = json_format.MessageToJson(export).encode()
+    turns, dlq, stats = run("otlp_json", [body])
+    assert dlq.sent == []
+    events = [(m["key"], json.loads(m["value"])) for m in turns.sent]
+    assert [(k, e["turn"], e["role"]) for k, e in events] == [
+        (b"j-1", 0, "user"), (b"j-1", 1, "assistant"), (b"j-2", 0, "user"),
+        (b"j-2", 1, "assistant")]
+    assert dict(turns.sent[0]["headers"])["position"] == b"0:0 span 0 message 0"
+    assert stats.records == {"otlp": 1}
+
+
+def test_a_bad_record_and_a_refused_span_are_dead_lettered_apart_from_good_ones() -> None:
+    good = chat_span("d-1", [semconv("user", "Hi")], [semconv("assistant", "Hello")])
+    lost = chat_span("", [semconv("user", "My name is Ann Lee")], [semconv("assistant", "Hi")])
+    record = request(good, lost).SerializeToString()
+    turns, dlq, _ = run("otlp_proto", [b"\x0a\xff\xff", record])
+    assert [json.loads(m["value"])["conversation_id"] for m in turns.sent] == ["d-1", "d-1"]
+    first, second = (dict(m["headers"]) for m in dlq.sent)
+    assert first["reason"] == b"invalid_otlp" and dlq.sent[0]["value"] == b"\x0a\xff\xff"
+    assert second["reason"] == b"no_conversation_id" and second["position"] == b"0:1 span 1"
+    assert b"Ann" not in second["detail"]
+    assert dlq.sent[1]["value"] == one_span(request(good, lost), 1).SerializeToString()
+    assert one_span(request(good, lost), 1) == request(lost)
+
+
+def test_a_lone_surrogate_in_a_message_is_escaped_for_stage_1_to_refuse() -> None:
+    span = chat_span("s-1", [], [semconv("assistant", "x")])
+    for kv in span.attributes:
+        if kv.key == "gen_ai.input.messages":
+            kv.value.string_value = '[{"role": "user", "parts": [{"type": "text", ' \
+                                    '"content": "bad \\ud800 here"}]}]'
+    turns, dlq, _ = run("otlp_proto", [request(span).SerializeToString()])
+    assert dlq.sent == [] and b"\\ud800" in turns.sent[0]["value"]
