@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import threading
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,6 +27,7 @@ from sqlalchemy.engine import make_url
 from starlette.testclient import TestClient
 
 from pipeline.embedded.serve import create_app
+from pipeline.ingest.otel_http import Throttled
 from tests.conftest import count_rows
 from tests.otel_spans import chat_span, request, semconv, span
 from tests.tcp_proxy import TcpProxy
@@ -148,10 +150,12 @@ def otlp_json(conv: str) -> dict[str, Any]:
             + [{"key": "gen_ai.usage.input_tokens", "value": {"intValue": "12"}}]}]}]}]}
 
 
-def test_json_and_gzip_bodies_get_a_json_answer(client) -> None:  # type: ignore[no-untyped-def]
-    body = gzip.compress(json.dumps(otlp_json("js-1")).encode())
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+def test_json_and_compressed_bodies_get_a_json_answer(client, coding: str) -> None:  # type: ignore[no-untyped-def]
+    raw = json.dumps(otlp_json("js-1")).encode()
+    body = gzip.compress(raw) if coding == "gzip" else zlib.compress(raw)
     r = client.post("/v1/traces", content=body, headers={
-        **AUTH, "Content-Type": "application/json", "Content-Encoding": "gzip"})
+        **AUTH, "Content-Type": "application/json", "Content-Encoding": coding})
     assert r.status_code == 200 and r.headers["content-type"] == "application/json"
     assert r.json() == {}  # full success: no partialSuccess
     assert [(r[0], r[1], r[4]) for r in stored(client.url)] == [("js-1", 0, "json-bot"),
@@ -174,6 +178,8 @@ def test_bad_bodies_get_a_clear_4xx_and_nothing_else_is_lost(client) -> None:  #
         (gzip.compress(b"\x00" * (21 << 20)), {**PROTO, "Content-Encoding": "gzip"}, 413,
          "inflates to more than"),
         (wire, {**PROTO, "Content-Encoding": "br"}, 415, "Content-Encoding must be"),
+        (zlib.compress(wire)[:-4], {**PROTO, "Content-Encoding": "deflate"}, 400,
+         "deflate body is truncated"),
     ]
     for body, headers, status, words in cases:
         r = client.post("/v1/traces", content=body, headers=headers)
@@ -219,3 +225,14 @@ def test_a_store_outage_answers_503_and_the_exporter_retries_after_it(
     finally:
         proxy.close()
     assert {r[0] for r in stored(postgres_url)} == {"otel-conv-1"}
+
+
+def test_the_capture_off_warning_is_logged_once_a_minute_with_a_count(caplog) -> None:  # type: ignore[no-untyped-def]
+    throttled = Throttled(every_s=60)
+    with caplog.at_level("WARNING", logger="pipeline.ingest.otel_http"):
+        for n in range(3):
+            throttled.warn("export %d: no content", n)
+        throttled.last -= 61  # a minute later
+        throttled.warn("export %d: no content", 3)
+    assert [r.getMessage() for r in caplog.records] == [
+        "export 0: no content", "export 3: no content (2 more like this in the last 60 s)"]

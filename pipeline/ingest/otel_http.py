@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -31,6 +32,25 @@ CAPTURE_HINT = ("GenAI span(s) carried no message content: turn content capture 
                 "instrumentation (docs/otel.md)")
 # google.rpc.Code values for the Status body of a refused request.
 INVALID_ARGUMENT, UNAUTHENTICATED, UNAVAILABLE, INTERNAL = 3, 16, 14, 13
+
+
+class Throttled:
+    """A warning logged at most once per ``every_s``, saying how many were held back: a
+    Collector exports every few seconds, and capture-off spans come in every export."""
+
+    def __init__(self, every_s: float = 60.0) -> None:
+        self.every_s = every_s
+        self.last = float("-inf")
+        self.held = 0
+
+    def warn(self, message: str, *args: Any) -> None:
+        now = time.monotonic()
+        if now - self.last < self.every_s:
+            self.held += 1
+            return
+        held, self.held, self.last = self.held, 0, now
+        suffix = f" ({held} more like this in the last {self.every_s:.0f} s)" if held else ""
+        log.warning(message + suffix, *args)
 
 
 def options(settings: Settings) -> OtelOptions:
@@ -87,6 +107,7 @@ def traces_route(settings: Settings, submit: Callable[[list[RawRecord]], Awaitab
 
     opts = options(settings)
     limit = settings.otel_max_body_bytes
+    warnings = Throttled()
 
     def answer(body_kind: tuple[bytes, str], status: int = 200,
                headers: dict[str, str] | None = None) -> Response:
@@ -129,7 +150,7 @@ def traces_route(settings: Settings, submit: Callable[[list[RawRecord]], Awaitab
             rejected = result["rejected"]
         refused, message = summarize(mapped, rejected)
         if message:
-            log.warning("trace export %s: %s", req_id, message)
+            warnings.warn("trace export %s: %s", req_id, message)
         return answer(wire.success(refused, message, kind))
 
     return traces

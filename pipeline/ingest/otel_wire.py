@@ -47,18 +47,24 @@ def media_type(content_type: str | None) -> str:
                     "(OTLP/HTTP)", 415)
 
 
-def gunzip(body: bytes, limit: int) -> bytes:
-    """A gzip body inflated to at most ``limit`` bytes (WireError 413 beyond: a small body may
-    inflate to gigabytes)."""
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+# Content-Encoding -> zlib's wbits: gzip (what OTLP requires), and deflate (zlib), which the
+# Python SDK's exporter also offers.
+CODINGS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+
+
+def inflate(body: bytes, coding: str, limit: int) -> bytes:
+    """A compressed body inflated to at most ``limit`` bytes (WireError 413 beyond: a small body
+    may inflate to gigabytes)."""
+    inflater = zlib.decompressobj(CODINGS[coding])
     try:
         out = inflater.decompress(body, limit + 1)
     except zlib.error as exc:
-        raise WireError("Content-Encoding is gzip but the body is not valid gzip") from exc
+        raise WireError(f"Content-Encoding is {coding} but the body is not valid {coding}") \
+            from exc
     if len(out) > limit or inflater.unconsumed_tail:
         raise WireError(f"the body inflates to more than {limit} bytes", 413)
     if not inflater.eof:
-        raise WireError("the gzip body is truncated")
+        raise WireError(f"the {coding} body is truncated")
     return out
 
 
@@ -66,10 +72,10 @@ def decode(body: bytes, kind: str, encoding: str | None = None,
            limit: int = 20 * 1024 * 1024) -> Any:
     """``body`` as an ``ExportTraceServiceRequest``."""
     coding = (encoding or "").strip().lower()
-    if coding == "gzip":
-        body = gunzip(body, limit)
+    if coding in CODINGS:
+        body = inflate(body, coding, limit)
     elif coding not in ("", "identity"):
-        raise WireError("Content-Encoding must be gzip or none", 415)
+        raise WireError("Content-Encoding must be gzip, deflate or none", 415)
     request = trace_service_pb2.ExportTraceServiceRequest()
     if kind == PROTOBUF:
         try:

@@ -24,7 +24,7 @@ from typing import Any
 
 from pipeline.ingest import otel_wire as wire
 from pipeline.ingest.otel import OtelOptions, map_request
-from pipeline.ingest.otel_http import summarize
+from pipeline.ingest.otel_http import Throttled, summarize
 from pipeline.kafka.lag import BatchSample, WorkerStats
 
 log = logging.getLogger(__name__)
@@ -83,6 +83,7 @@ class OtlpStage:
         self.send_dlq = send_dlq
         self.admit = admit
         self.max_bytes = max_bytes
+        self.warnings = Throttled()
 
     async def handle(self, events: Sequence[Any]) -> None:
         """Map and produce one batch. Like stage 1, it never returns before what it produced
@@ -124,7 +125,7 @@ class OtlpStage:
             mapped = map_request(export, self.options)
             _, message = summarize(mapped, [])
             if message:
-                log.warning("%s %s: %s", source, position, message)
+                self.warnings.warn("%s %s: %s", source, position, message)
             for index, (reason, detail) in sorted(mapped.refused.items()):
                 sends.append((self.send_dlq, dict(
                     key=msg.key, value=encode(one_span(export, index), self.kind),
