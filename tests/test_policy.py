@@ -139,7 +139,8 @@ LAYERS = [
     ("empathy.alignment", "globex", "care-c", 1.0, "tenant"),
     ("empathy.alignment", "acme", "care-c", shipped_thresholds()["empathy.alignment"], "shipped"),
     ("repetition.stock_phrase", "globex", "helpdesk-a", 0.9, "bot"),
-    ("repetition.stock_phrase", "globex", "helpdesk-b", 0.5, "shipped"),
+    ("repetition.stock_phrase", "globex", "helpdesk-b",
+     shipped_thresholds()["repetition.stock_phrase"], "shipped"),
     ("empathy.alignment", "globex", "helpdesk-a", 0.2, "bot"),  # bot beats tenant
     ("empathy.er", "globex", "x", 0.3, "tenant"),  # the tenant's empathy.* beats shipped
     ("empathy.alignment", "", "", shipped_thresholds()["empathy.alignment"], "shipped"),
