@@ -23,6 +23,7 @@ feelings ("sorry for the inconvenience", "sorry to hear", "sorry about that") or
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 
 _ADV = r"(?:so\s+|very\s+|really\s+|truly\s+|terribly\s+|deeply\s+|sincerely\s+|completely\s+|totally\s+|fully\s+|quite\s+|incredibly\s+)?"
 _FEELING = (r"(?:frustrat\w*|upset\w*|annoy\w*|disappoint\w*|stress\w*|worr\w*|anxious|angry|"
@@ -92,14 +93,16 @@ def formula_spans(text: str) -> list[tuple[int, int, str]]:
     # to hear that" it overlaps, leaving "to hear that you're going through" to the script.
     # A formula runs to the end of its clause: "sorry to hear that you're feeling this way"
     # is one apology, and the "but I'm unable to..." after the comma is the script.
+    # The clause ends are found once (a search from each match would be quadratic on a long
+    # text without punctuation).
+    stops = [m.start() for m in _CLAUSE.finditer(plain)] + [len(plain)]
     out = []
     for name, rx in FORMULAS.items():
         m = rx.search(plain)
         while m is not None:
             end = m.end()
             if end and plain[end - 1] not in _CLAUSE_END:
-                stop = _CLAUSE.search(plain, end)
-                end = stop.start() if stop is not None else len(plain)
+                end = stops[bisect_left(stops, end)]
             out.append((m.start(), end, name))
             m = rx.search(plain, m.start() + 1)
     return sorted(out)
