@@ -23,6 +23,11 @@ that lies inside a predicted ``STREET_ADDRESS`` block counts as found, since the
 span covers it and redaction removes it. Micro recall, precision and F1 pool all scored types.
 A prediction is "flagged" when its score reaches the shipped policy threshold for its label.
 
+``detail.at_cut`` is what a team sees per sentence at the shipped thresholds
+(``pipeline.eval.core.at_cut``): ``recall_at_cut`` (sentences with a scored PII span that get a
+flag), ``fpr_at_cut`` (PII-free sentences, or ones whose only spans are unscored types, that
+get one) and ``precision_at_cut``; ``n_pos`` / ``n_neg`` say what they count over.
+
 ``detail.grouped_cv`` holds the numbers to trust: a five-fold cross-validation grouped by the
 set's ``template_id``, in which no template is both tuned on and scored
 (``pipeline.eval.presidio_cv``).
@@ -39,7 +44,7 @@ from typing import Any
 from detectors import registry
 from detectors.base import Finding
 from pipeline.errors import EvalDataError
-from pipeline.eval.core import EvalResult, require
+from pipeline.eval.core import EvalResult, at_cut, require
 from pipeline.eval.presidio_cv import ScoredSpan, grouped_cv
 from pipeline.policy import threshold
 from pipeline.scoring.suite import score_texts, simple_input
@@ -153,10 +158,14 @@ def evaluate(path: Path, settings: Settings) -> EvalResult:
     shipped = {e: threshold(f"pii.{e.lower()}", settings.thresholds) for e in SCORED}
     lenient: Counter[str] = Counter()
     strict: Counter[str] = Counter()
+    has_pii: list[int] = []
+    flagged: list[float] = []
     for (_, gold), found in zip(records, findings, strict=True):
         pred = flagged_spans(found, settings.thresholds)
         lenient += count(gold, pred, lenient=True)
         strict += count(gold, pred, lenient=False)
+        has_pii.append(int(bool(gold)))
+        flagged.append(float(bool(pred)))
     per_entity: dict[str, Any] = {
         e: {**_rounded(prf(lenient, [e])), "n_gold": lenient[f"gold|{e}"],
             "n_pred": lenient[f"pred|{e}"]}
@@ -165,6 +174,8 @@ def evaluate(path: Path, settings: Settings) -> EvalResult:
     detail = {
         "per_entity": per_entity,
         "strict": _rounded(prf(strict, SCORED)),
+        "at_cut": {**_rounded(at_cut(has_pii, flagged, 1.0)), "n_pos": sum(has_pii),
+                   "n_neg": len(has_pii) - sum(has_pii)},
         "thresholds": {f"pii.{e.lower()}": v for e, v in shipped.items()},
         "model": getattr(detector, "model", None),
         "grouped_cv": grouped_cv([g for _, g in records], [scored_spans(f) for f in findings],

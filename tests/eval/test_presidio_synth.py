@@ -113,3 +113,13 @@ def test_eval_reports_grouped_cv() -> None:
     assert sum(f["n"] for f in cv["folds"]) == 7
     assert set(cv["per_entity"]) == set(SCORED)
     assert cv["recall"] is not None and 0.0 <= cv["recall"] <= 1.0
+
+
+def test_eval_reports_sentence_rates_at_the_shipped_cut() -> None:
+    at = run_benchmark("presidio-synth", FIXTURE, Settings()).as_dict()["detail"]["at_cut"]
+    assert set(at) == {"recall_at_cut", "fpr_at_cut", "precision_at_cut", "n_pos", "n_neg"}
+    records = load_records(FIXTURE)
+    assert at["n_pos"] == sum(bool(g) for _, g in records)
+    assert at["n_pos"] + at["n_neg"] == len(records)
+    assert at["recall_at_cut"] == 1.0  # every scored span of the fixture is found (above)
+    assert 0.0 <= at["precision_at_cut"] <= 1.0
