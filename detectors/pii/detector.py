@@ -89,8 +89,10 @@ class PiiDetector:
         # knows the place list (GeoNames) and is four heads merged; a listed place is not demoted;
         # 1.5.1: house names, listed towns, "moved into" and "as the ... address" as address
         # evidence; 1.5.2: a number after "at"/"outside", a house's name before its street line, a
-        # full name that is a listed place is a place
-        self.version = f"1.5.2+{model}"
+        # full name that is a listed place is a place; 1.6.0: names of things (menu items,
+        # plans, titles) are not names or places (``detectors.pii.catalogue``), a lower-case
+        # name and a name beside a time of day or asked-for public figure weigh less as a leak
+        self.version = f"1.6.0+{model}"
         self.process = process
         self._engine: Any = None
         self._head: Any = None
@@ -235,8 +237,11 @@ class PiiDetector:
             weight, why = leak_weight(text, hit, hits, user_texts, memo)
             leak = self._finding(r, "pii.leak")
             # A lone capitalised word is often a menu item or product ("Billing", "Starter")
-            # to the small NER model; alone it is weak evidence of a leaked name.
-            if r.entity_type == "PERSON" and len(text[r.start:r.end].split()) < 2:
+            # to the small NER model; alone it is weak evidence of a leaked name. So is an all
+            # lower-case "name" in a bot's reply (bots capitalise the names they write): a
+            # phrase the NER misread ("okie dokie").
+            value = text[r.start:r.end]
+            if r.entity_type == "PERSON" and (len(value.split()) < 2 or value.islower()):
                 weight *= SINGLE_NAME_LEAK_FACTOR
             out.append(Finding(leak.detector, leak.detector_version, leak.label,
                                round(leak.score * weight, 4), leak.span,

@@ -350,9 +350,11 @@ def _chunks(text: str) -> list[tuple[int, str]]:
 
 def _postprocess(text: str, found: list[Any]) -> list[Any]:
     from detectors.pii import postprocess as post
+    from detectors.pii.catalogue import drop_catalogue_names
 
-    return post.propagate_names(text, post.demote_lone_places(
-        text, post.listed_places(text, post.resolve(text, found))))
+    # Catalogue names go before propagation, so a menu item is not spread as a name.
+    return post.propagate_names(text, drop_catalogue_names(text, post.demote_lone_places(
+        text, post.listed_places(text, post.resolve(text, found)))))
 
 
 # The encoder head's spans of the chunks being analysed, by chunk text (a text's spans depend

@@ -10,9 +10,10 @@
   "in the name of", "her account", "handed to", "neighbour"...), or a name and contact details of
   the same person in one turn with nothing business-like around them: weight 1.0;
 - **business cues** ("located at", "office", "restaurant", "appointment", "tickets", "rating",
-  "contact them at"...), a business word inside a name ("Kaufmann Concert Hall", "Breds
-  Barbershop") or a toll-free number: weight 0.4, below the flagging threshold for every score
-  the recognizers give;
+  "contact them at", a time of day: "a 12 pm with Ana"...), a business word inside a name
+  ("Kaufmann Concert Hall", "Breds Barbershop"), a toll-free number, or the user having asked
+  for a place, a provider, a booking or a public figure ("who is the best fashion star?"):
+  weight 0.4, below the flagging threshold for every score the recognizers give;
 - neither: weight 0.7 (a full NER name or a complete street line still reaches 0.5; a bare digit
   group next to "call" does not).
 
@@ -64,6 +65,8 @@ _BUSINESS: tuple[tuple[str, str], ...] = (
     ("booking", r"\b(?:appointment|reservation|booking|book(?:ed)?|table for|check-in|"
      r"tickets?|show|concert|event|game|match|screening|showtime|ride|cab|bus|train|"
      r"flight|rental|pick-?up)s?\b|\b(?:tak(?:es|ing) place|will be held|is happening)\b"),
+    # a time of day beside the name is a slot with a provider ("a 12 pm with Ana on March 13th")
+    ("booking_time", r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w)|\bo'clock\b"),
     ("listing", r"\b(?:rating|rated|stars?|reviews?|results?|options?|search|found|"
      r"available|apartments?|houses?|propert(?:y|ies)|rent|bedrooms?|baths?)\b"),
     ("media", r"\b(?:song|album|track|playing|play|movie|film|playlist|by the artist)\b|"
@@ -95,7 +98,8 @@ _REQUEST = re.compile(  # the user asked for a place, a provider or a booking
     r"attraction|park|dentist|doctor|physician|therapist|psychiatrist|psychologist|counsell?or|"
     r"stylist|clinic|apartment|house|property|appointment|reservation|book(?:ing)?|tickets?|"
     r"concert|event|movie|film|song|music|album|artist|bus|train|flight|rental car|cab|taxi|"
-    r"ride|stay|visit|attractions?)s?\b")
+    r"ride|stay|visit|attractions?|haircut|hair|nails|massage|star|celebrit(?:y|ie)|famous|"
+    r"actor|actress|singer|band|author|writer|player|youtuber|influencer)s?\b")
 _INTERJECTION = re.compile(r"(?i)^(?:jesus(?: christ)?|christ|god|oh my god|lord)$")
 _SENTENCE_END = re.compile(
     r"(?<!\b(?:Dr|Mr|Mrs|Ms|Prof|St|Ave|Blvd|Rd|No|Inc|Ltd|Co|Jr|Sr|Mt|Ft))[.!?;]+\s+|\n")
