@@ -164,3 +164,14 @@ def test_structured_attribute_values_are_read_like_json_strings() -> None:
         ("user", "Hi"), ("assistant", "Hello")]
     with pytest.raises(BadMessages):
         extract({"gen_ai.input.messages": [7]}, [])
+
+
+def test_system_instructions_are_counted_once_where_the_conversation_starts() -> None:
+    instructions = json.dumps([{"type": "text", "content": "Be brief."}])
+    first = chat_span("c5", [semconv("user", "Hi")], [semconv("assistant", "Hello!")],
+                      **{"gen_ai.system_instructions": instructions})
+    later = chat_span("c5", [semconv("user", "Hi"), semconv("assistant", "Hello!"),
+                             semconv("user", "Bye")], [semconv("assistant", "Bye!")],
+                      **{"gen_ai.system_instructions": "{not json"})  # never refuses a span
+    mapped = map_request(request(first, later), OtelOptions())
+    assert mapped.skipped_messages == {"system": 1} and len(mapped.events) == 4

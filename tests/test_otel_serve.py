@@ -21,6 +21,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import REGISTRY
 from pydantic import SecretStr
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
@@ -37,6 +38,7 @@ TOKEN = "otel-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 PROTO = {**AUTH, "Content-Type": "application/x-protobuf"}
 EMAIL = "dana.whitfield@example.org"
+SKIPPED = "chatmon_otel_messages_skipped_total"
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -92,6 +94,7 @@ def test_the_sdk_exporter_stores_the_conversation_once_and_redacted(
         url: str, make_processor) -> None:  # type: ignore[no-untyped-def]
     proc = make_processor(url, serve_token=SecretStr(TOKEN))
     spans = sdk_spans()
+    skipped = REGISTRY.get_sample_value(SKIPPED, {"kind": "system"}) or 0.0
     with live_server(create_app(proc.settings, proc)) as base:
         def exporter(headers: dict[str, str]) -> OTLPSpanExporter:
             return OTLPSpanExporter(endpoint=f"{base}/v1/traces", headers=headers, timeout=20,
@@ -111,6 +114,8 @@ def test_the_sdk_exporter_stores_the_conversation_once_and_redacted(
     assert [r[5] for r in rows] == ["", "gpt-test-0613", "", "gpt-test-0613"]
     assert EMAIL not in rows[0][3] and "refund" in rows[0][3]  # redacted before it is stored
     assert first["dead_letters"] == 0
+    # The system prompt is no turn; it is counted where it is new (once per export, twice).
+    assert (REGISTRY.get_sample_value(SKIPPED, {"kind": "system"}) or 0.0) - skipped == 2
 
 
 def test_partial_success_counts_refused_spans_by_reason_without_their_text(client) -> None:  # type: ignore[no-untyped-def]

@@ -141,8 +141,8 @@ def _new_turns(messages: SpanMessages, skipped: Counter[str]
     turn = 0
     last_assistant = max((i for i, m in enumerate(messages.inputs) if m.role == "assistant"),
                          default=-1)
-    if messages.system:
-        skipped["system"] += messages.system
+    if messages.system and last_assistant < 0:  # counted once: where the conversation starts
+        skipped["system"] += 1
     new = []
     for i, m in enumerate(messages.inputs):
         if m.role in TURN_ROLES and m.text:

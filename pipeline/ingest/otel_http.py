@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 # no_content (a GenAI span with content capture off), not_chat (other spans of the trace),
 # refused (a span or one of its turns refused).
 OTEL_SPANS = "chatmon_otel_spans_total"
+# Messages of chat spans that are not turns, by kind, counted where they are new: system, tool
+# (results), tool_calls (replies that only call a tool), other_choices (n > 1), no_text,
+# other_role.
+OTEL_MESSAGES_SKIPPED = "chatmon_otel_messages_skipped_total"
 CAPTURE_HINT = ("GenAI span(s) carried no message content: turn content capture on in the "
                 "instrumentation (docs/otel.md)")
 # google.rpc.Code values for the Status body of a refused request.
@@ -61,12 +65,14 @@ def options(settings: Settings) -> OtelOptions:
 
 
 @functools.cache
-def _spans_counter() -> Any:
+def _counters() -> tuple[Any, Any]:
     from prometheus_client import Counter as PromCounter
 
     # Created on first use, on the default registry ``/metrics`` renders.
-    return PromCounter(OTEL_SPANS.removesuffix("_total"), "OTLP spans received, by outcome.",
-                       ["outcome"])
+    return (PromCounter(OTEL_SPANS.removesuffix("_total"), "OTLP spans received, by outcome.",
+                        ["outcome"]),
+            PromCounter(OTEL_MESSAGES_SKIPPED.removesuffix("_total"),
+                        "Messages of OTLP chat spans that are not turns, by kind.", ["kind"]))
 
 
 def records_of(mapped: Mapped, source: str) -> list[RawRecord]:
@@ -83,10 +89,13 @@ def summarize(mapped: Mapped, rejected: list[dict[str, Any]]) -> tuple[int, str]
     moved = sum(1 for i in reasons if i not in mapped.refused)  # chat spans a turn failed in
     outcomes["chat"] -= moved
     outcomes["refused"] += moved
-    counter = _spans_counter()
+    spans, skipped = _counters()
     for outcome, n in outcomes.items():
         if n > 0:
-            counter.labels(outcome).inc(n)
+            spans.labels(outcome).inc(n)
+    for kind, n in mapped.skipped_messages.items():
+        if n > 0:
+            skipped.labels(kind).inc(n)
     parts = []
     if reasons:
         by_reason = Counter(reasons.values())

@@ -64,13 +64,14 @@ class SpanMessages:
     convention: str  # "semconv", "events", "openinference", "openllmetry" or "" (none)
     inputs: list[Message]
     outputs: list[Message]
-    system: int  # system instructions outside the message lists (gen_ai.system_instructions)
+    system: bool  # system instructions outside the message lists (gen_ai.system_instructions)
 
 
 def extract(attrs: dict[str, Any], events: list[tuple[str, dict[str, Any]]]) -> SpanMessages:
     """The span's messages under the first convention that has any."""
     if INPUT_MESSAGES in attrs or OUTPUT_MESSAGES in attrs:
-        system = len(_json_list(attrs, SYSTEM_INSTRUCTIONS)) if SYSTEM_INSTRUCTIONS in attrs else 0
+        # Only counted, never a turn: a malformed value does not cost the span its turns.
+        system = attrs.get(SYSTEM_INSTRUCTIONS) not in (None, "", "[]", [])
         return SpanMessages("semconv", _semconv(attrs, INPUT_MESSAGES),
                             _semconv(attrs, OUTPUT_MESSAGES), system)
     chat_events = [(name, a) for name, a in events if name in EVENT_ROLES]
@@ -80,14 +81,14 @@ def extract(attrs: dict[str, Any], events: list[tuple[str, dict[str, Any]]]) -> 
         for name, a in chat_events:
             role, is_output = EVENT_ROLES[name]
             (outputs if is_output else inputs).append(Message(role, _event_text(name, a)))
-        return SpanMessages("events", inputs, outputs, 0)
+        return SpanMessages("events", inputs, outputs, False)
     for (inp, out, role_key, content_key), name in zip(FLATTENED,
                                                        ("openinference", "openllmetry"),
                                                        strict=True):
         if any(k.startswith((inp, out)) for k in attrs):
             return SpanMessages(name, _flattened(attrs, inp, role_key, content_key),
-                                _flattened(attrs, out, role_key, content_key), 0)
-    return SpanMessages("", [], [], 0)
+                                _flattened(attrs, out, role_key, content_key), False)
+    return SpanMessages("", [], [], False)
 
 
 def role_of(value: Any) -> str:
