@@ -87,3 +87,24 @@ def test_a_lone_surrogate_in_a_message_is_escaped_for_stage_1_to_refuse() -> Non
                                     '"content": "bad \\ud800 here"}]}]'
     turns, dlq, _ = run("otlp_proto", [request(span).SerializeToString()])
     assert dlq.sent == [] and b"\\ud800" in turns.sent[0]["value"]
+
+
+def test_a_record_the_mapping_fails_on_is_dead_lettered_and_the_next_one_mapped(
+        monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import pipeline.kafka.otel as stage
+
+    real = stage.map_request
+    calls = []
+
+    def flaky(export, options):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyError("secret text")
+        return real(export, options)
+
+    monkeypatch.setattr(stage, "map_request", flaky)
+    record = request(chat_span("f-1", [semconv("user", "Hi")], [semconv("assistant", "Hello")]))
+    turns, dlq, _ = run("otlp_proto", [record.SerializeToString()] * 2)
+    headers = dict(dlq.sent[0]["headers"])
+    assert headers["reason"] == b"processing_error" and b"secret" not in headers["detail"]
+    assert len(dlq.sent) == 1 and len(turns.sent) == 2

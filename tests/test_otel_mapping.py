@@ -175,3 +175,12 @@ def test_system_instructions_are_counted_once_where_the_conversation_starts() ->
                       **{"gen_ai.system_instructions": "{not json"})  # never refuses a span
     mapped = map_request(request(first, later), OtelOptions())
     assert mapped.skipped_messages == {"system": 1} and len(mapped.events) == 4
+
+
+def test_a_span_without_a_start_time_is_refused_and_the_latest_time_maps() -> None:
+    s = chat_span("t-1", [semconv("user", "Hi")], [semconv("assistant", "Hello")])
+    s.start_time_unix_nano = 0
+    mapped = map_request(request(s), OtelOptions())
+    assert mapped.events == [] and mapped.refused[0][0] == "bad_timestamp"
+    s.start_time_unix_nano = s.end_time_unix_nano = 2**64 - 1  # fixed64's largest: year 2554
+    assert map_request(request(s), OtelOptions()).events[0].event["ts"].startswith("2554-")

@@ -241,3 +241,16 @@ def test_the_capture_off_warning_is_logged_once_a_minute_with_a_count(caplog) ->
         throttled.warn("export %d: no content", 3)
     assert [r.getMessage() for r in caplog.records] == [
         "export 0: no content", "export 3: no content (2 more like this in the last 60 s)"]
+
+
+def test_a_mapping_failure_is_a_500_in_otlp_terms_without_text(client, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import pipeline.ingest.otel_http as route
+
+    def broken(_export, _options):  # type: ignore[no-untyped-def]
+        raise KeyError("Hi")
+
+    monkeypatch.setattr(route, "map_request", broken)
+    body = request(chat_span("x", [semconv("user", "Hi")], [])).SerializeToString()
+    r = client.post("/v1/traces", content=body, headers=PROTO)
+    assert r.status_code == 500 and "internal error" in _status_message(r.content)
+    assert "Hi" not in _status_message(r.content)

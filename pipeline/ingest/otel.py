@@ -35,7 +35,7 @@ TURN_ROLES = ("user", "assistant")
 # Reasons a span is refused before its turns are validated (each is a count in the answer).
 NO_CONVERSATION_ID = "no_conversation_id"
 BAD_MESSAGES = "bad_messages"
-NO_TIMESTAMP = "no_timestamp"
+BAD_TIMESTAMP = "bad_timestamp"
 
 
 @dataclass(frozen=True)
@@ -119,8 +119,10 @@ def _map_span(span: Any, index: int, resource: dict[str, Any], options: OtelOpti
         _refuse(out, index, NO_CONVERSATION_ID, "no gen_ai.conversation.id, session.id or "
                 "configured conversation attribute")
         return
-    if not span.start_time_unix_nano or not span.end_time_unix_nano:
-        _refuse(out, index, NO_TIMESTAMP, "the span has no start or end time")
+    try:
+        started, ended = _rfc3339(span.start_time_unix_nano), _rfc3339(span.end_time_unix_nano)
+    except ValueError as exc:
+        _refuse(out, index, BAD_TIMESTAMP, str(exc))
         return
     common = _common(attrs, resource, options, str(conversation))
     model = _first(attrs, {}, MODEL_ATTRIBUTES)
@@ -128,8 +130,7 @@ def _map_span(span: Any, index: int, resource: dict[str, Any], options: OtelOpti
     out.outcomes["chat"] += 1
     for turn, position, message, is_output in new:
         event = {**common, "turn": turn, "role": message.role, "text": message.text,
-                 "ts": _rfc3339(span.end_time_unix_nano if is_output
-                                else span.start_time_unix_nano)}
+                 "ts": ended if is_output else started}
         if is_output and model is not None:
             event["model"] = str(model)
         out.events.append(SpanEvent(index, f"span {index} message {position}", event))
@@ -217,6 +218,12 @@ def _refuse(out: Mapped, index: int, reason: str, detail: str) -> None:
 
 
 def _rfc3339(unix_nano: int) -> str:
+    """A span time as RFC 3339; ValueError for none (0) or one no datetime can hold."""
+    if not unix_nano:
+        raise ValueError("the span has no start or end time")
     seconds, nanos = divmod(unix_nano, 1_000_000_000)
-    ts = datetime.fromtimestamp(seconds, UTC).replace(microsecond=nanos // 1000)
+    try:
+        ts = datetime.fromtimestamp(seconds, UTC).replace(microsecond=nanos // 1000)
+    except (OverflowError, OSError, ValueError) as exc:
+        raise ValueError("the span's start or end time is out of range") from exc
     return ts.isoformat().replace("+00:00", "Z")

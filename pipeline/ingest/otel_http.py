@@ -142,7 +142,11 @@ def traces_route(settings: Settings, submit: Callable[[list[RawRecord]], Awaitab
         except wire.WireError as exc:
             return answer(wire.status(INVALID_ARGUMENT, str(exc), kind), exc.status)
         req_id = uuid.uuid4().hex[:12]
-        mapped = map_request(export, opts)
+        try:
+            mapped = map_request(export, opts)
+        except Exception as exc:  # a bug, not the client's: say so in OTLP's terms, no text
+            log.error("trace export %s: mapping raised %s", req_id, type(exc).__name__)
+            return answer(wire.status(INTERNAL, f"internal error (request {req_id})", kind), 500)
         records = records_of(mapped, f"otlp:{req_id}")
         rejected: list[dict[str, Any]] = []
         if records:

@@ -17,7 +17,6 @@ text names the attribute, never its content.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -157,8 +156,8 @@ def _event_text(name: str, attrs: dict[str, Any]) -> str | None:
     message = body.get("message")  # gen_ai.choice: {"index", "finish_reason", "message"}
     if isinstance(message, str):
         try:
-            message = json.loads(message)
-        except ValueError:
+            message = limits.loads(message)
+        except ValueError:  # not JSON (or nested too deep): the text itself
             message = {"content": message}
     if isinstance(message, dict) and "content" in message:
         return _content_text(message["content"])

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from pipeline.ingest import otel_wire as wire
+from pipeline.ingest.events import PROCESSING_ERROR
 from pipeline.ingest.otel import OtelOptions, map_request
 from pipeline.ingest.otel_http import Throttled, summarize
 from pipeline.kafka.lag import BatchSample, WorkerStats
@@ -115,14 +116,21 @@ class OtlpStage:
         for e in events:
             msg = e.message
             source, position = f"kafka:{msg.topic}", f"{msg.partition}:{msg.offset}"
+            refusal: tuple[str, str] | None = None
             try:
                 export = wire.decode(msg.value or b"", self.kind, None, self.max_bytes)
+                mapped = map_request(export, self.options)
             except wire.WireError as exc:
-                sends.append((self.send_dlq, dict(key=msg.key, value=msg.value, headers=_headers(
-                    INVALID_OTLP, str(exc), source, position))))
+                refusal = (INVALID_OTLP, str(exc))
+            except Exception as exc:  # a record the mapping fails on must not stop the topic
+                log.error("%s %s: mapping raised %s", source, position, type(exc).__name__)
+                # the type only: an exception's message can quote the record
+                refusal = (PROCESSING_ERROR, f"mapping this record raised {type(exc).__name__}")
+            if refusal is not None:
+                sends.append((self.send_dlq, dict(key=msg.key, value=msg.value,
+                                                  headers=_headers(*refusal, source, position))))
                 dead += 1
                 continue
-            mapped = map_request(export, self.options)
             _, message = summarize(mapped, [])
             if message:
                 self.warnings.warn("%s %s: %s", source, position, message)
