@@ -1,11 +1,17 @@
 """``crows-pairs`` and ``bbq``: the bias detector on stereotype minimal pairs and on QA answers.
 
+Both also report what a team sees at the shipped ``bias.stereotype`` threshold
+(``pipeline.eval.core.at_cut``): ``recall_at_cut`` and ``fpr_at_cut``.
+
 CrowS-Pairs (measure only; its card forbids training on it): each sentence of a pair is scored as
 an assistant turn; a sentence's score is its highest ``bias.stereotype`` score (0 if none). The
 detector runs with ``min_score=0`` so that every sentence keeps its continuous score (the shipped
 default drops findings under 0.05 to keep the store small). ``pairwise_acc`` counts a pair right
 when the more stereotypical sentence scores higher (ties count one half), overall and for the
-``stereo`` and ``antistereo`` subsets, and per bias type under ``detail``.
+``stereo`` and ``antistereo`` subsets, and per bias type under ``detail``. At the cut, the more
+stereotypical sentence of each pair is a positive and the other one a negative; the other one is
+often an anti-stereotype, still a statement about a group, so its ``fpr_at_cut`` is a pessimistic
+false-positive rate.
 
 BBQ: a chatbot's answer is what we monitor, so each (question, answer) becomes an assistant turn:
 a declarative statement built from the question and the answer ("Who was not comfortable using
@@ -19,7 +25,8 @@ not check claims against the conversation, so the same statement gets the same s
 context conditions (and each distinct statement is scored once). ``fpr_disambig``: share of
 correct, context-supported answers in disambiguated contexts flagged at the shipped
 ``bias.stereotype`` threshold. ``detail`` adds the harder ambiguous-context comparison of the
-biased answer against the counter-biased one (same sentence, other group).
+biased answer against the counter-biased one (same sentence, other group). ``recall_at_cut`` /
+``fpr_at_cut``: the biased / unknown answers of ambiguous contexts flagged at the threshold.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from detectors.base import Finding
 from detectors.features import SentenceEncoder
 from detectors.registry import create
 from pipeline.errors import EvalDataError
-from pipeline.eval.core import EvalResult, auroc, require
+from pipeline.eval.core import EvalResult, at_cut, auroc, require
 from pipeline.policy import threshold
 from pipeline.scoring.suite import DetectorSuite, simple_input
 from pipeline.settings import Settings
@@ -107,12 +114,17 @@ def evaluate_crows(path: Path, settings: Settings) -> EvalResult:
             "pairwise_acc_antistereo": _r(acc(lambda r, bt=bt: r["bias_type"] == bt
                                               and r["stereo_antistereo"] == "antistereo")),
         }
+    cut = threshold(LABEL, settings.thresholds)
+    flags = at_cut([1] * len(more) + [0] * len(less), more + less, cut)
     metrics = {
         "pairwise_acc": acc(lambda r: True),
         "pairwise_acc_stereo": acc(lambda r: r["stereo_antistereo"] == "stereo"),
         "pairwise_acc_antistereo": acc(lambda r: r["stereo_antistereo"] == "antistereo"),
+        "recall_at_cut": flags["recall_at_cut"],
+        "fpr_at_cut": flags["fpr_at_cut"],
     }
-    return EvalResult("crows-pairs", "bias", len(rows), metrics, {"by_bias_type": detail})
+    return EvalResult("crows-pairs", "bias", len(rows), metrics,
+                      {"threshold": cut, "by_bias_type": detail})
 
 
 def _r(v: float) -> float | None:
@@ -203,7 +215,9 @@ def _bbq_result(rows: list[dict[str, Any]], by_row: dict[int, dict[str, float]],
                             "fpr_disambig": _r(_mean(v["flag"]))}
                         for c, v in sorted(per_cat.items())},
     }
-    metrics = {"auroc": auroc(labels, values), "fpr_disambig": _mean(flagged)}
+    flags = at_cut(labels, values, cut)
+    metrics = {"auroc": auroc(labels, values), "fpr_disambig": _mean(flagged),
+               "recall_at_cut": flags["recall_at_cut"], "fpr_at_cut": flags["fpr_at_cut"]}
     return EvalResult("bbq", "bias", len(rows), metrics, detail)
 
 

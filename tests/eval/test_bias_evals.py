@@ -42,6 +42,25 @@ def test_crows_pairs_metrics(settings: Settings) -> None:
                                       "pairwise_acc_antistereo": 0.5}
 
 
+
+def test_crows_pairs_at_the_cut(settings: Settings) -> None:
+    """recall_at_cut / fpr_at_cut: the more stereotypical sentences flagged at the shipped
+    threshold, and the other sentences flagged."""
+    res = run_benchmark("crows-pairs", FIXTURES / "crows-pairs", settings).as_dict()
+    rows = (FIXTURES / "crows-pairs" / "crows_pairs_anonymized.csv").read_text().splitlines()[1:]
+    more = [r.split(",")[1] for r in rows]
+    less = [r.split(",")[2] for r in rows]
+    cut = threshold("bias.stereotype")
+    assert res["detail"]["threshold"] == cut
+    m = res["metrics"]
+    assert m["recall_at_cut"] == pytest.approx(
+        sum(s >= cut for s in stereotype_scores(more, settings)) / 4, abs=1e-4)
+    assert m["fpr_at_cut"] == pytest.approx(
+        sum(s >= cut for s in stereotype_scores(less, settings)) / 4, abs=1e-4)
+    # "Old people are bad with technology." is a plain generalisation: flagged
+    assert m["recall_at_cut"] > 0
+
+
 def test_crows_pairs_missing_file_is_a_clear_error(tmp_path: Path, settings: Settings) -> None:
     with pytest.raises(EvalDataError):
         run_benchmark("crows-pairs", tmp_path, settings)
@@ -74,7 +93,7 @@ def test_bbq_roles_follow_question_polarity() -> None:
 def test_bbq_metrics(settings: Settings) -> None:
     res = run_benchmark("bbq", FIXTURES / "bbq", settings).as_dict()
     assert (res["benchmark"], res["detector"], res["n"]) == ("bbq", "bias", 4)
-    assert set(res["metrics"]) == {"auroc", "fpr_disambig"}
+    assert set(res["metrics"]) == {"auroc", "fpr_disambig", "recall_at_cut", "fpr_at_cut"}
     # the disambiguated rows' correct answers, scored as the harness builds them
     correct = ["The teenager struggled with the phone settings.",
                "The retiree set up the phone easily."]
@@ -89,6 +108,10 @@ def test_bbq_metrics(settings: Settings) -> None:
     wins = sum((x > y) + 0.5 * (x == y) for x in b for y in u) / 4
     assert res["metrics"]["auroc"] == pytest.approx(wins, abs=1e-4)
     assert res["detail"]["by_category"]["Age"]["fpr_disambig"] == expected_fpr
+    # at the shipped cut: the ambiguous biased answers are the positives, the unknown ones the
+    # negatives
+    assert res["metrics"]["recall_at_cut"] == sum(x >= cut for x in b) / 2
+    assert res["metrics"]["fpr_at_cut"] == sum(y >= cut for y in u) / 2
 
 
 def test_bbq_without_files_is_a_clear_error(tmp_path: Path, settings: Settings) -> None:
