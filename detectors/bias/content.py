@@ -137,6 +137,11 @@ _NOT_GROUP = frozenset(re.findall(r"\S+", (
     "construction south little")))
 
 
+# Third-person pronouns: the gender axis lists them so that the lexical association can tell
+# "she" from "he", but a pronoun points at one person ("I hope she recovers soon", "your care is
+# making a difference in her life"), not a group, so it does not make a sentence name one.
+PRONOUNS = frozenset({"he", "she", "him", "her", "his", "hers", "himself", "herself"})
+
 _AGE = re.compile(r"\b(\d{1,3})[- ]years?[- ]old\b")
 
 
@@ -176,8 +181,9 @@ class LexicalAssociation:
                               frozenset(words["b"] - words["a"] - _NOT_GROUP), assoc))
 
     def names_group(self, text: str) -> bool:
-        """Whether the text uses a group word of any axis (pronouns and names included)."""
-        names = set(_words(text))
+        """Whether the text uses a group word of any axis (names included; a pronoun alone
+        names no group: ``PRONOUNS``)."""
+        names = set(_words(text)) - PRONOUNS
         return any(names & a or names & b for a, b, _ in self.axes)
 
     def score(self, text: str) -> float:

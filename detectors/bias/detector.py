@@ -30,7 +30,7 @@ import numpy as np
 
 from detectors.base import DetectorError, Example, Finding, ScoringInput
 from detectors.bias.content import StereotypeContentModel
-from detectors.bias.lexicon import Group, lexicon
+from detectors.bias.lexicon import Group, describes_non_person, lexicon
 from detectors.bias.patterns import Cue, assistant_cues, user_groups
 from detectors.features import SENTENCE_EMBEDDINGS, SENTENCES, split_sentences
 
@@ -47,7 +47,7 @@ _WORD = re.compile(r"\w+")
 
 class BiasDetector:
     name = "bias"
-    version = "1.1.1"
+    version = "1.2.0"
     roles = frozenset({"user", "assistant"})
     languages = frozenset({"en"})  # English patterns, lexicons and training sentences
     features = frozenset({SENTENCES, SENTENCE_EMBEDDINGS})
@@ -135,6 +135,8 @@ class BiasDetector:
         content, likeness = probs
         assert self._group_rx is not None  # set by load(), which score() calls first
         m = self._group_rx.search(text) if lexicon().may_name_group(text) else None
+        if m and describes_non_person(text, m.end()):
+            m = None  # "the homeless shelter", "an old dog": no group of people
         group = lexicon().resolve(re.sub(r"^an?\s+", "", m.group(0), flags=re.I)) if m else None
         if group is None and (age := _AGE_NOUN.search(text)):
             m, group = age, _age_group(int(age.group(1)))

@@ -16,6 +16,17 @@ from pathlib import Path
 
 GROUPS_FILE = Path(__file__).parent / "data" / "groups.json"
 _NO_S_PLURAL = re.compile(r"(?:ese|sh|ch)$")
+# An identity word right before one of these nouns describes an animal or a place, not people:
+# "all the homeless dogs at the pound", "the homeless shelter", "an old cat", "a deaf puppy".
+_NOT_PEOPLE_HEAD = re.compile(
+    r"\s*(?:dogs?|cats?|pets?|pupp(?:y|ies)|pups?|kittens?|kitt(?:y|ies)|animals?|horses?|birds?|"
+    r"rabbits?|hamsters?|shelters?|pounds?|rescues?|charit(?:y|ies)|kitchens?)\b", re.IGNORECASE)
+
+
+def describes_non_person(text: str, end: int) -> bool:
+    """Whether the group phrase ending at ``end`` of ``text`` is an adjective of an animal or a
+    place ("the homeless dogs"), so that it names no group of people."""
+    return _NOT_PEOPLE_HEAD.match(text, end) is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 
-from detectors.bias.lexicon import GroupLexicon, lexicon
+from detectors.bias.lexicon import GroupLexicon, describes_non_person, lexicon
 
 GENERALISATION = "generalisation"
 ATTRIBUTION = "attribution"
@@ -179,6 +179,12 @@ def _group_of(m: re.Match[str]) -> tuple[str, str, str] | None:
     return None
 
 
+def _about_non_people(text: str, m: re.Match[str]) -> bool:
+    """The matched group phrase describes an animal or a place ("all the homeless dogs")."""
+    ends = [m.end(k) for k in ("g", "g2", "g3", "g4") if m.groupdict().get(k)]
+    return bool(ends) and describes_non_person(text, ends[0])
+
+
 def assistant_cues(text: str, offset: int = 0) -> Iterator[Cue]:
     """Every generalisation / attribution / prescriptive / comparison / humour cue in ``text``."""
     names_group = lexicon().may_name_group(text)
@@ -191,7 +197,7 @@ def assistant_cues(text: str, offset: int = 0) -> Iterator[Cue]:
                 yield Cue(name, kind, weight, "age", "user's age", m.group(0).lower(), span)
                 continue
             found = _group_of(m)
-            if found:
+            if found and not _about_non_people(text, m):
                 yield Cue(name, kind, weight, *found, span)
 
 
