@@ -27,6 +27,7 @@ from detectors.empathy import lexicon
 from detectors.empathy.emotion import EmotionModel, upset
 from detectors.empathy.evidence import TurnAnalysis
 from detectors.empathy.flags import EMPATHIC_TACTICS, ReplyAnalysis
+from detectors.empathy.hardship import expressed_cue
 from detectors.empathy.labels import TACTICS
 from detectors.empathy.model import MECHANISMS, EmpathyModel, alignment
 from detectors.features import EMBEDDING, PROMPT_EMBEDDING, SENTENCE_EMBEDDINGS, SENTENCES
@@ -212,6 +213,7 @@ def analyse(
         acknowledges=np.array([bool(warm[i]) or lexicon.first_hit(
             lexicon.ACKNOWLEDGEMENT, s) is not None for i, s in enumerate(sentences)], dtype=bool),
         upset=upset(user),
+        expressed=expressed_cue(prompt_text),
         explores=_explores(cues, sent_mech, engaged) if len(spans) else np.zeros(0, dtype=bool),
         manipulation=max((score for _, _, score in manip), default=0.0),
     )

@@ -27,6 +27,10 @@ EMPATHIC_TACTICS = frozenset(
 )
 _NEUTRAL = EMOTIONS.index("neutral")
 EXPLORE_CREDIT = 0.7  # credit of a question that explores the feeling or the situation
+# empathy.missed when the user said no negative feeling or hardship: the score is kept (it still
+# ranks replies, e.g. Lend an Ear's dismissing_emotions) but scaled under the shipped 0.5 cut, so
+# a closing the emotion model reads as upset ("Not now. Thanks.", P(upset) 0.9) is never flagged.
+UNSAID_WEIGHT = 0.45
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,7 @@ class ReplyAnalysis:
     acknowledges: np.ndarray  # (n,) bool: warm (ER/IP/a feeling), or a stock acknowledgement
     explores: np.ndarray  # (n,) bool: asks about the feeling, or a question that engages
     upset: float  # P(the user is upset)
+    expressed: str | None  # the cue that the user said a negative feeling or hardship, or None
     manipulation: float  # the strongest warm manipulation cue in the reply (0: none)
 
 
@@ -118,7 +123,10 @@ def formulaic_restatement(a: ReplyAnalysis) -> FlagParts | None:
 
 
 def missed(a: ReplyAnalysis) -> FlagParts | None:
-    """The user was upset and the reply did not engage with it. Score = P(upset) x (1 -
+    """The user said they feel bad or are in a hardship (``hardship.expressed_cue``) and the
+    reply did not engage with it. When the user said neither (thanks, goodbyes, confirmations,
+    plain task turns), the score is scaled by UNSAID_WEIGHT, under the shipped cut, however
+    upset the emotion model reads "Not now. Thanks." to be. Score = P(upset) x (1 -
     credit), credit = the most of: the best (acknowledgement x engagement) of an empathic
     sentence; EXPLORE_CREDIT when a sentence asks about the feeling ("How are you holding up?")
     or asks about this user's situation; GENERIC_CREDIT x the strongest acknowledgement (a stock
@@ -136,12 +144,14 @@ def missed(a: ReplyAnalysis) -> FlagParts | None:
     evidence = {
         "user_emotion": _user_label(a),
         "user_upset_p": round(a.upset, 3),
+        "expressed": a.expressed,
         "engaged_empathy": round(float(engaged.max()), 3),
         "acknowledgement": round(presence, 3),
         "explores": bool(a.explores.any()),
         "sentence": best,
     }
-    return a.upset * (1.0 - credit), None, evidence
+    said = 1.0 if a.expressed is not None else UNSAID_WEIGHT
+    return a.upset * (1.0 - credit) * said, None, evidence
 
 
 def overempathising(a: ReplyAnalysis) -> FlagParts | None:
