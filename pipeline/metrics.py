@@ -75,12 +75,16 @@ JUDGE_TOKENS = "chatmon_judge_tokens_total"
 JUDGE_PAIRS = "chatmon_judge_pairs_total"
 PURGED_ROWS = "chatmon_purged_rows_total"
 EVENTS_DROPPED = "chatmon_events_dropped_total"
+# OTLP trace ingest (pipeline/ingest/otel_http.py, docs/otel.md), over HTTP and Kafka alike:
+# spans by outcome, and the messages of chat spans that are not turns, by kind.
+OTEL_SPANS = "chatmon_otel_spans_total"
+OTEL_MESSAGES_SKIPPED = "chatmon_otel_messages_skipped_total"
 
 ALL_METRICS = (EVENTS_RECEIVED, EVENTS_PROCESSED, TURNS_PROCESSED, FINDINGS, FLAGGED_TURNS,
                EMPATHY_SCORE, DETECTOR_SECONDS, DETECTOR_ERRORS, DEAD_LETTERS, SINK_ERRORS,
                BATCH_SECONDS, CONSUMER_LAG, LABEL_VALUES_CAPPED, NOT_SCORED_LANGUAGE, SUPPRESSED,
                POLICY_INFO, REDACTION_FAILURES, JUDGE_REQUESTS, JUDGE_VERDICTS, JUDGE_TOKENS,
-               JUDGE_PAIRS, PURGED_ROWS, EVENTS_DROPPED)
+               JUDGE_PAIRS, PURGED_ROWS, EVENTS_DROPPED, OTEL_SPANS, OTEL_MESSAGES_SKIPPED)
 
 EMPATHY_LABEL = "empathy.score"
 MAX_LABEL_VALUES = 200
@@ -199,6 +203,14 @@ class PipelineMetrics:
                                      "on the rubric's scale (the same level, or within one on "
                                      "scales of five or more).", ["label", "bot", "agree"],
                                      registry=r)
+        self.otel_spans_c = Counter(
+            _name(OTEL_SPANS), "OTLP spans received, by outcome: chat (turns emitted), "
+            "no_content (a GenAI span with content capture off), not_chat (other spans of the "
+            "trace), refused (a span or one of its turns refused).", ["outcome"], registry=r)
+        self.otel_skipped_c = Counter(
+            _name(OTEL_MESSAGES_SKIPPED), "Messages of OTLP chat spans that are not turns, by "
+            "kind: system, tool, tool_calls, other_choices, no_text, other_role.", ["kind"],
+            registry=r)
 
     def add_listener(self, listener: Listener) -> None:
         self.listeners.append(listener)
@@ -234,6 +246,15 @@ class PipelineMetrics:
                 hook = getattr(lst, "judged", None)
                 if hook is not None:
                     hook(label, self.bots(bot), agree)
+
+    def otel_received(self, outcomes: dict[str, int], skipped: dict[str, int]) -> None:
+        """One OTLP export mapped: its spans by outcome, its non-turn messages by kind."""
+        for outcome, n in outcomes.items():
+            if n > 0:
+                self.otel_spans_c.labels(outcome=outcome).inc(n)
+        for kind, n in skipped.items():
+            if n > 0:
+                self.otel_skipped_c.labels(kind=kind).inc(n)
 
     def purged(self, table: str, reason: str, n: int) -> None:
         """``Purger(on_rows=...)``: rows a purge removed."""

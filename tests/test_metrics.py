@@ -101,6 +101,19 @@ def test_batch_report_updates_the_counters(pm, what, rep, expected):
         assert value(pm, name, **dict(labels)) == pytest.approx(want), (what, name, labels)
 
 
+def test_otlp_exports_count_spans_by_outcome_and_skipped_messages_by_kind(pm):
+    pm.otel_received(Counter({"chat": 2, "not_chat": 1, "refused": 0}),
+                     Counter({"system": 1, "tool": 0}))
+    pm.otel_received(Counter({"chat": 1, "no_content": 3}), Counter({"system": 1}))
+    assert value(pm, m.OTEL_SPANS, outcome="chat") == 3
+    assert value(pm, m.OTEL_SPANS, outcome="no_content") == 3
+    assert value(pm, m.OTEL_SPANS, outcome="not_chat") == 1
+    assert value(pm, m.OTEL_MESSAGES_SKIPPED, kind="system") == 2
+    # A zero count makes no series, so an outcome that never happened is absent, not 0.
+    assert value(pm, m.OTEL_SPANS, outcome="refused") is None
+    assert value(pm, m.OTEL_MESSAGES_SKIPPED, kind="tool") is None
+
+
 def test_no_conversation_ids_or_text_in_the_exposition(pm):
     pm.on_batch(report([turn_row("conv-secret-77", 1)],
                        [finding_row("conv-secret-77", 1, "pii.leak")]))

@@ -9,7 +9,6 @@ batcher, validation, redaction and store as ``POST /v1/turns``.
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 import uuid
@@ -21,17 +20,10 @@ from pipeline.errors import StoreUnavailable
 from pipeline.ingest import otel_wire as wire
 from pipeline.ingest.events import RawRecord
 from pipeline.ingest.otel import Mapped, OtelOptions, map_request
+from pipeline.metrics import get_metrics
 from pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
-# Spans received over OTLP (HTTP or Kafka) by what became of them: chat (turns emitted),
-# no_content (a GenAI span with content capture off), not_chat (other spans of the trace),
-# refused (a span or one of its turns refused).
-OTEL_SPANS = "chatmon_otel_spans_total"
-# Messages of chat spans that are not turns, by kind, counted where they are new: system, tool
-# (results), tool_calls (replies that only call a tool), other_choices (n > 1), no_text,
-# other_role.
-OTEL_MESSAGES_SKIPPED = "chatmon_otel_messages_skipped_total"
 CAPTURE_HINT = ("GenAI span(s) carried no message content: turn content capture on in the "
                 "instrumentation (docs/otel.md)")
 # google.rpc.Code values for the Status body of a refused request.
@@ -64,17 +56,6 @@ def options(settings: Settings) -> OtelOptions:
                        metadata_attributes=tuple(settings.otel_metadata_attributes))
 
 
-@functools.cache
-def _counters() -> tuple[Any, Any]:
-    from prometheus_client import Counter as PromCounter
-
-    # Created on first use, on the default registry ``/metrics`` renders.
-    return (PromCounter(OTEL_SPANS.removesuffix("_total"), "OTLP spans received, by outcome.",
-                        ["outcome"]),
-            PromCounter(OTEL_MESSAGES_SKIPPED.removesuffix("_total"),
-                        "Messages of OTLP chat spans that are not turns, by kind.", ["kind"]))
-
-
 def records_of(mapped: Mapped, source: str) -> list[RawRecord]:
     return [RawRecord(source, e.position, e.event) for e in mapped.events]
 
@@ -89,13 +70,9 @@ def summarize(mapped: Mapped, rejected: list[dict[str, Any]]) -> tuple[int, str]
     moved = sum(1 for i in reasons if i not in mapped.refused)  # chat spans a turn failed in
     outcomes["chat"] -= moved
     outcomes["refused"] += moved
-    spans, skipped = _counters()
-    for outcome, n in outcomes.items():
-        if n > 0:
-            spans.labels(outcome).inc(n)
-    for kind, n in mapped.skipped_messages.items():
-        if n > 0:
-            skipped.labels(kind).inc(n)
+    # Spans by what became of them (chatmon_otel_spans_total) and the messages of chat spans
+    # that are not turns, counted where they are new (chatmon_otel_messages_skipped_total).
+    get_metrics().otel_received(outcomes, mapped.skipped_messages)
     parts = []
     if reasons:
         by_reason = Counter(reasons.values())
