@@ -28,6 +28,9 @@ from detectors.manipulation.model import MODEL_FILE, SentenceModel
 from detectors.manipulation.patterns import CUES, PATTERNS
 from detectors.manipulation.solicitation import solicitations
 
+# 1.1: warm replies are not manipulation (warm training examples, model weight 0.7, "don't go"
+# only as a plea, "in a hurry" and "we have special <product>" no longer cues)
+VERSION = "1.1+rules"
 MIN_SCORE = 0.05
 NO_GOODBYE_FACTOR = 0.5  # a retention pattern without a user goodbye is only half the signal
 STEER_BOOST = 0.15  # flattery next to an ask or a sale is flattery used to steer
@@ -88,17 +91,17 @@ class ManipulationDetector:
     languages = frozenset({"en"})  # English patterns, lexicons and training sentences
 
     def __init__(self, use_model: bool = True, model_path: str | None = None,
-                 model_weight: float = 0.8) -> None:
+                 model_weight: float = 0.7) -> None:
         self.use_model = use_model
         self.model_weight = float(model_weight)
         self._model = SentenceModel(Path(model_path) if model_path else MODEL_FILE)
         self.features = frozenset({SENTENCES, SENTENCE_EMBEDDINGS} if use_model else {SENTENCES})
-        self.version = "1.0+rules" + ("+model" if use_model else "")
+        self.version = VERSION + ("+model" if use_model else "")
 
     def load(self) -> None:
         if self.use_model:
             self._model.load()
-            self.version = f"1.0+rules+{self._model.version}"
+            self.version = f"{VERSION}+{self._model.version}"
 
     def score(self, batch: Sequence[ScoringInput]) -> list[list[Finding]]:
         return [self._score_one(item) for item in batch]

@@ -64,11 +64,11 @@ _DISCLOSED = re.compile(
     r"\d{1,2}/\d{1,2})\b", _I)
 
 
-_NO_RUSH = re.compile(r"\b(?:no|not\s+in\s+a|don'?t|no\s+need\s+to|never)\s*$", _I)
+_NO_RUSH = re.compile(r"\b(?:no|(?:not\s+)?in\s+a|don'?t|no\s+need\s+to|never)\s*$", _I)
 
 
 def no_rush_or_disclosed(text: str, m: re.Match[str]) -> bool:
-    """"No hurry" reassures; a dated deadline informs."""
+    """"No hurry" reassures, "everyone is in a hurry" describes; a dated deadline informs."""
     return bool(_NO_RUSH.search(text[max(0, m.start() - 20) : m.start()])) or disclosed_deadline(
         text, m)
 
@@ -81,6 +81,17 @@ def disclosed_deadline(text: str, m: re.Match[str]) -> bool:
 
 _FACTUAL_LOSS = re.compile(r"\b(?:end\s+of\s+(?:the\s+|your\s+)?(?:billing|current)|on\s+\w+\s+\d|"
                            r"billing\s+(?:period|cycle)|after\s+\d+\s+days|refund)", _I)
+
+
+# Words that may stand before an imperative "don't go" ("please don't go", "wait, don't leave").
+_IMPERATIVE_LEAD = re.compile(r"(?:^|[.!?,;:\n]|\b(?:please|wait|oh|no|so|just|and|but|now|hey|"
+                              r"aw+|come\s+on))\s*$", _I)
+
+
+def not_imperative(text: str, m: re.Match[str]) -> bool:
+    """"Things don't go as planned" or "if they don't leave" has a subject: a statement, not
+    a plea to stay."""
+    return not _IMPERATIVE_LEAD.search(text[max(0, m.start() - 30) : m.start()])
 
 
 def factual_loss(text: str, m: re.Match[str]) -> bool:
@@ -166,7 +177,10 @@ PATTERNS: tuple[CuePattern, ...] = (
        r"our\s+(?:little\s+)?secret|"
        r"you\s+and\s+I\s+against\s+the\s+world)\b", 0.8, security_advice),
     _p("dependence.special_bond", "dependence",
-       r"\b(?:we\s+have\s+(?:something\s+)?(?:so\s+)?special|our\s+(?:special\s+)?(?:bond|"
+       # "we have special tea drinks" sells a product: a noun after "special" (other than
+       # "together", "between us", "going on") is not a bond
+       r"\b(?:we\s+have\s+(?:something\s+)?(?:so\s+)?special"
+       r"(?!\s+(?!together\b|between\b|going\b)[a-z])|our\s+(?:special\s+)?(?:bond|"
        r"connection)\s+is|"
        r"(?:I'?m|I\s+am)\s+all\s+you\s+need)\b", 0.7),
     # discourage_help: steering away from friends, family, professionals, a human agent
@@ -272,7 +286,7 @@ PATTERNS: tuple[CuePattern, ...] = (
     # retention_hook: at goodbye, exit guilt and fear of missing out
     _p("retention_hook.dont_go", "retention_hook",
        r"\b(?:please\s+)?(?:don'?t|do\s+not)\s+(?:go|leave)(?:\s+(?:yet|now|me|so\s+soon))?\b", 0.8,
-       needs_goodbye=True),
+       not_imperative, needs_goodbye=True),
     _p("retention_hook.leaving_already", "retention_hook",
        rf"\b(?:{_YOU_ARE}\s+)?(?:leaving|going)\s+(?:me\s+)?(?:already|so\s+soon)\b|"
        rf"\b{_YOU_ARE}\s+just\s+going\s+to\s+leave\b|\bleaving\s+me\s+(?:alone|here)\b", 0.8,

@@ -87,6 +87,11 @@ NEAR_MISSES = [
     ("I'm happy to help with that.", ""),
     ("No hurry, take your time.", ""),
     ("Only 3 seats left on that flight; shall I book one?", "book me a flight to Oslo"),
+    # statements, not pleas or pressure (issue "Warmth is not manipulation")
+    ("It's hard when things don't go as planned.", "I didn't get the job. Bye."),
+    ("If they don't leave by noon, call the front desk.", "bye"),
+    ("It's tough when everyone around you is in a hurry.", ""),
+    ("Yes, we have special tea drinks and iced tea.", "do you have black tea?"),
 ]
 
 
@@ -156,7 +161,7 @@ def test_batch_returns_one_list_per_input_in_order(rules: ManipulationDetector) 
 
 def test_only_assistant_role_and_version(rules: ManipulationDetector) -> None:
     assert rules.roles == frozenset({"assistant"})
-    assert rules.version.startswith("1.0+rules")
+    assert rules.version.startswith("1.1+rules")
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.text[:40])
