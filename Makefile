@@ -5,11 +5,12 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 CONSTRAINTS := -c constraints.txt
 STAMP  := $(VENV)/.installed
+OTEL_CLIENTS := $(VENV)/otel-clients
 METRICS_PORT ?= 9464
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install run test lint system-deps image image-stack image-constraints clean
+.PHONY: install otel-clients run test lint system-deps image image-stack image-constraints clean
 
 install: $(STAMP)
 
@@ -24,6 +25,21 @@ $(STAMP): pyproject.toml constraints.txt
 	  && $(PIP) install $(CONSTRAINTS) -e ".[dev]"; } > $(VENV)/install.log 2>&1 \
 	  || { tail -n 40 $(VENV)/install.log; echo "pip install failed: see $(VENV)/install.log"; exit 1; }
 	@touch $(STAMP)
+
+# tests/test_otel_instrumentations.py runs the openai client, instrumented by the official
+# OpenTelemetry and OpenInference instrumentations, in a process of its own with this folder on
+# PYTHONPATH (openai brings httpx2, which must not be importable in the test process). The
+# packages the venv already has are held to the venv's versions (its pip freeze as constraints),
+# so the copies in the folder shadow nothing with another version.
+otel-clients: $(OTEL_CLIENTS)/.installed
+
+$(OTEL_CLIENTS)/.installed: $(STAMP) tests/otel-clients.txt
+	@rm -rf $(OTEL_CLIENTS)
+	@$(PIP) freeze --exclude-editable | grep -v '^torch==' > $(VENV)/otel-clients.constraints
+	@$(PIP) install --target $(OTEL_CLIENTS) $(CONSTRAINTS) -c $(VENV)/otel-clients.constraints \
+	  -r tests/otel-clients.txt > $(VENV)/otel-clients.log 2>&1 \
+	  || { tail -n 40 $(VENV)/otel-clients.log; echo "pip install failed: see $(VENV)/otel-clients.log"; exit 1; }
+	@touch $@
 
 # Debian packages the integration tests run against (Prometheus, Alertmanager, Chromium).
 # Skipped when present; needs root (CI and these machines run as root).
@@ -54,7 +70,7 @@ run: install
 
 # After the suite, a quick speed smoke run (fresh text, 300 turns): it prints the figures so a
 # regression shows in CI's log; it fails only if the pipeline cannot run, never on a timing.
-test: install system-deps
+test: install otel-clients system-deps
 	$(PY) -m pytest -q --durations=30
 	$(VENV)/bin/chatmon bench --quick
 
