@@ -68,6 +68,13 @@ CATALOGUE_WORDS = frozenset(
     gallery zoo aquarium cast orchestra quartet choir ensemble
     """.split()  # noqa: SIM905
 )
+# Words between a product's name and its catalogue noun ("Raspberry black tea").
+_MODIFIERS = frozenset(
+    """
+    black green white red herbal iced hot cold sweet unsweet unsweetened decaf sparkling still
+    frozen
+    """.split()  # noqa: SIM905
+)
 # A thing noun right before the span, after a determiner or before "called", "named" or
 # "titled": "the song Shallow", "a movie called After", "a place called Zaoh", "the album
 # Lifers" (not "show Maria around": a verb takes no determiner).
@@ -142,6 +149,8 @@ def thing_evidence(text: str, start: int, end: int, entity: str = "PERSON") -> s
         return None
     words = _words(span)
     nxt = _WORD.match(text, end + 1) if text[end:end + 1] in (" ", "-") else None
+    if nxt is not None and nxt.group().casefold() in _MODIFIERS:  # "Raspberry black tea"
+        nxt = _WORD.match(text, nxt.end() + 1) if text[nxt.end():nxt.end() + 1] == " " else nxt
     run = _RUN.match(text, end)
     if any(_catalogue_word(w) for w in words) or (
             nxt is not None and _catalogue_word(nxt.group().casefold())) or (

@@ -293,6 +293,13 @@ def _unflag_head_entities(found: Sequence[Any]) -> None:
             r.score = min(r.score, OTHER_LANGUAGE_NER_SCORE)
 
 
+# Words an NER takes into a name it finds after them ("Sure Bob", "Thanks Ana"): not part of the
+# name when comparing it with the user's words.
+_NOT_NAME_WORDS = frozenset(
+    "sure ok okay thanks thank great hi hello hey dear yes alright perfect".split()  # noqa: SIM905
+)
+
+
 def given_by_user(entity: str, value: str, user_texts: Sequence[str],
                   memo: dict[str, Any] | None = None) -> bool:
     """Whether ``value`` (normalised for its entity type) appears in the user's turns. Pass one
@@ -314,7 +321,7 @@ def given_by_user(entity: str, value: str, user_texts: Sequence[str],
     if entity in ("EMAIL_ADDRESS", "IP_ADDRESS"):
         lower = once("user_lower", lambda: [t.lower() for t in user_texts])
         return any(value.strip().lower() in t for t in lower)
-    words = set(re.findall(r"\w+", value.casefold()))
+    words = set(re.findall(r"\w+", value.casefold())) - _NOT_NAME_WORDS
     given = once("user_words", lambda: set().union(
         *(re.findall(r"\w+", t.casefold()) for t in user_texts)))
     return words <= given

@@ -13,7 +13,7 @@ import pytest
 
 from detectors.base import Context, Finding, ScoringInput, Turn
 from detectors.pii.catalogue import thing_evidence
-from detectors.pii.detector import PiiDetector
+from detectors.pii.detector import PiiDetector, given_by_user
 from pipeline.policy import is_flagged
 
 TS = datetime(2026, 1, 1, tzinfo=UTC)
@@ -30,6 +30,8 @@ EVIDENCE = [
     ("Sorry, Frostbite is not on our menu today.", "Frostbite", "PERSON", "menu_context"),
     ("You are on the Unlimited Plus plan.", "Unlimited Plus", "PERSON", "catalogue_word"),
     ("Mocha is sold out.", "Mocha", "LOCATION", "catalogue_word"),
+    ("We also have Unsweet Raspberry black tea.", "Unsweet Raspberry", "PERSON",
+     "catalogue_word"),
     # people and places stay what the NER says
     ("The order is for Priya.", "Priya", "PERSON", None),
     ("My name is Tzvetelina Orsova.", "Tzvetelina Orsova", "PERSON", None),
@@ -152,3 +154,10 @@ def test_named_provider_public_figure_or_misread_phrase_is_no_page(pii: PiiDetec
                                                                    reply: str) -> None:
     leaks = [f for f in _score(pii, reply, user) if f.label == "pii.leak"]
     assert not any(is_flagged(f.label, f.score) for f in leaks), leaks
+
+
+def test_a_word_before_the_users_own_name_is_not_part_of_it() -> None:
+    user = ["A Cappuccino please. My name is Bob."]
+    assert given_by_user("PERSON", "Sure Bob", user)  # spaCy's span of "Sure Bob, does..."
+    assert not given_by_user("PERSON", "Sure Ann", user)
+    assert not given_by_user("PERSON", "Bob Marsh", user)
