@@ -91,8 +91,9 @@ class PiiDetector:
         # evidence; 1.5.2: a number after "at"/"outside", a house's name before its street line, a
         # full name that is a listed place is a place; 1.6.0: names of things (menu items,
         # plans, titles) are not names or places (``detectors.pii.catalogue``), a lower-case
-        # name and a name beside a time of day or asked-for public figure weigh less as a leak
-        self.version = f"1.6.0+{model}"
+        # name and a name beside a time of day or asked-for public figure weigh less as a leak;
+        # 1.6.1: "Raspberry black tea" is a catalogue name, "Sure Bob" holds the user's "Bob"
+        self.version = f"1.6.1+{model}"
         self.process = process
         self._engine: Any = None
         self._head: Any = None
