@@ -108,3 +108,30 @@ def test_a_record_the_mapping_fails_on_is_dead_lettered_and_the_next_one_mapped(
     headers = dict(dlq.sent[0]["headers"])
     assert headers["reason"] == b"processing_error" and b"secret" not in headers["detail"]
     assert len(dlq.sent) == 1 and len(turns.sent) == 2
+
+
+def test_topics_create_makes_the_otlp_topic_only_when_one_is_configured(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from click.testing import CliRunner
+
+    from pipeline.cli import cli
+    from pipeline.kafka import admin
+
+    asked: list[list[str]] = []
+
+    def create_topics(bootstrap: str, names: list[str], partitions: int,
+                      replication: int = 1) -> dict[str, str]:
+        asked.append(list(names))
+        return {n: "created" for n in names}
+
+    monkeypatch.setattr(admin, "create_topics", create_topics)
+    for key in ("CHATMON_KAFKA_OTLP_TOPIC", "CHATMON_KAFKA_TURNS_TOPIC",
+                "CHATMON_KAFKA_PHRASES_TOPIC", "CHATMON_KAFKA_DLQ_TOPIC"):
+        monkeypatch.delenv(key, raising=False)
+    res = CliRunner().invoke(cli, ["topics", "create"])
+    assert res.exit_code == 0, res.output
+    monkeypatch.setenv("CHATMON_KAFKA_OTLP_TOPIC", "otlp_spans")
+    res = CliRunner().invoke(cli, ["topics", "create"])
+    assert res.exit_code == 0, res.output
+    assert asked == [["turns", "phrases", "turns.dlq"],
+                     ["turns", "phrases", "turns.dlq", "otlp_spans"]]
+    assert "otlp_spans: created" in res.output
