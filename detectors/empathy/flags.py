@@ -8,6 +8,7 @@ sentences (by index and span) and the cue patterns, never the text.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,16 @@ EXPLORE_CREDIT = 0.7  # credit of a question that explores the feeling or the si
 # ranks replies, e.g. Lend an Ear's dismissing_emotions) but scaled under the shipped 0.5 cut, so
 # a closing the emotion model reads as upset ("Not now. Thanks.", P(upset) 0.9) is never flagged.
 UNSAID_WEIGHT = 0.45
+# A feeling named in the bot's own words ("I'm sorry, that sounds embarrassing", "That's really
+# stressful with children") has not ignored the feeling, however little the sentence shares with
+# the user's words; a stock formula ("I understand your frustration", "sorry for your loss")
+# earns only GENERIC_CREDIT. Above 0.5, so such a reply stays under the 0.5 cut.
+NAMED_CREDIT = 0.6
+_SCRIPT_ACKS = frozenset({"understand", "patience", "not_wanted", "condolences"})
+# Script fillers that carry a feeling word without naming the user's feeling.
+_SCRIPT_FILLER = re.compile(r"\b(?:any|the)\s+(?:distress|inconvenience|frustration|upset|trouble|"
+                            r"delay|disruption)\b|\bworking\s+hard\b|\bdifficult\s+time\b",
+                            re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -122,6 +133,15 @@ def formulaic_restatement(a: ReplyAnalysis) -> FlagParts | None:
     return score, (a.spans[first][0], a.spans[nxt - 1][1]), evidence
 
 
+def _scripted(sentence: str) -> bool:
+    """A stock empathy formula: a restatement template, a stock empathic phrase, or a scripted
+    acknowledgement ("we understand how", "thank you for your patience")."""
+    return (lexicon.first_hit(lexicon.RESTATEMENT, sentence) is not None
+            or bool(lexicon.hit_names(lexicon.EMPATHIC_PHRASES, sentence))
+            or bool(_SCRIPT_ACKS & set(lexicon.hit_names(lexicon.ACKNOWLEDGEMENT, sentence)))
+            or _SCRIPT_FILLER.search(sentence) is not None)
+
+
 def missed(a: ReplyAnalysis) -> FlagParts | None:
     """The user said they feel bad or are in a hardship (``hardship.expressed_cue``) and the
     reply did not engage with it. When the user said neither (thanks, goodbyes, confirmations,
@@ -138,8 +158,11 @@ def missed(a: ReplyAnalysis) -> FlagParts | None:
     engaged = np.where(a.acknowledges, strength * a.engagement, 0.0)
     presence = float(np.where(a.acknowledges, np.maximum(strength, 0.5), 0.0).max())
     explored = EXPLORE_CREDIT * float(a.explores.any())
+    named = NAMED_CREDIT * float(any(a.empathic[i] and a.acknowledges[i] and not _scripted(s)
+                                     for i, s in enumerate(a.sentences)))
     # warmth that carries a manipulation cue earns nothing
-    credit = max(float(engaged.max()), GENERIC_CREDIT * presence, explored) * (1.0 - a.manipulation)
+    credit = max(float(engaged.max()), GENERIC_CREDIT * presence, explored, named) * (
+        1.0 - a.manipulation)
     best = int(np.argmax(engaged)) if engaged.max() > 0 else None
     evidence = {
         "user_emotion": _user_label(a),
@@ -148,6 +171,7 @@ def missed(a: ReplyAnalysis) -> FlagParts | None:
         "engaged_empathy": round(float(engaged.max()), 3),
         "acknowledgement": round(presence, 3),
         "explores": bool(a.explores.any()),
+        "names_feeling": named > 0,
         "sentence": best,
     }
     said = 1.0 if a.expressed is not None else UNSAID_WEIGHT

@@ -55,6 +55,37 @@ def test_hardship_answered_with_a_bare_task_reply_is_missed(empathy, prompt: str
     assert f.evidence["expressed"] is not None
 
 
+# A feeling named in the bot's own words is not ignored, though the sentence shares few words with
+# the user's; a stock formula before the procedure still misses it.
+NAMED_NOT_MISSED = [
+    ("My card was declined at the till, it was so embarrassing.",
+     "I'm sorry, that sounds embarrassing. The payment hit your daily limit; I can raise it now."),
+    ("Our train was cancelled and we're stuck at the station with the kids.",
+     "That's really stressful with little ones, I'm sorry. There's a replacement coach at 18:10; "
+     "shall I book all four of you on it?"),
+]
+SCRIPTED_MISSED = [
+    ("Our train was cancelled and we're stuck at the station with the kids. I'm so stressed.",
+     "We apologize for any inconvenience. Please check the website for replacement services."),
+    ("My card was declined at the till, it was so embarrassing.",
+     "We understand your frustration. Card declines can happen for many reasons. Please "
+     "contact your bank."),
+]
+
+
+@pytest.mark.parametrize(("prompt", "reply"), NAMED_NOT_MISSED)
+def test_a_feeling_named_in_the_bots_words_is_not_missed(empathy, prompt: str,
+                                                         reply: str) -> None:
+    found = run(empathy, reply, prompt)
+    assert "missed" not in found or found["missed"].score < MISSED, found["missed"].evidence
+
+
+@pytest.mark.parametrize(("prompt", "reply"), SCRIPTED_MISSED)
+def test_a_stock_formula_still_misses_the_feeling(empathy, prompt: str, reply: str) -> None:
+    f = run(empathy, reply, prompt)["missed"]
+    assert f.score >= MISSED and not f.evidence["names_feeling"], f.evidence
+
+
 def test_acknowledged_hardship_is_not_missed(empathy) -> None:
     reply = ("Having your card stolen is frightening; I've frozen it now so nobody can use it, "
              "and a new one is on its way.")
