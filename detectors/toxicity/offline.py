@@ -17,7 +17,11 @@ Two components, stacked:
   sentence embedding blurs (which slur, aimed at whom) and separate hate from mere offence better;
   the cue is the word with the largest unigram weight.
 
-``obscene`` is the profanity-check probability itself; ``severe_toxicity`` is derived:
+``obscene`` is the profanity-check probability of the most profane sentence that holds a word of
+our vulgar-word list (``data/obscene_words.txt``) or of the slur lexicon; a sentence without one
+counts at ``UNLISTED_OBSCENE`` times its probability, so it still ranks but cannot reach the
+0.5 cut alone: the SVM alone called "mom", "grow", "shame", "butt of the joke" or a song named
+"Sick Love" obscene (0.5-0.8) in benign replies. ``severe_toxicity`` is derived:
 toxic *and* (threat, identity attack, or an obscene insult), as a product of probabilities.
 The shared embedding covers the first 256 word pieces of a turn; the evidence says so
 (``embedding_truncated``) when a turn is longer, instead of hiding it.
@@ -39,6 +43,7 @@ from detectors.base import DetectorError
 
 WEIGHTS = Path(__file__).parent / "data" / "offline_heads.json"
 SLURS = WEIGHTS.parent / "identity_slurs.txt"
+OBSCENE_WORDS = WEIGHTS.parent / "obscene_words.txt"
 IDENTITY_TERMS = WEIGHTS.parent / "identity_terms.txt"
 LEXICAL = WEIGHTS.parent / "lexical_ngrams.npz"
 HEADS = ("toxicity", "insult", "threat", "identity_attack")
@@ -52,6 +57,9 @@ _LEX_COLS = slice(385 + len(SLUR_TIERS), 384 + N_EXTRA)
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 _EMBEDDING_WORDPIECES = 256
 _EPS = 1e-4
+# The share of its profanity-check probability a sentence without a listed vulgar word or slur
+# keeps as its obscene score: under 0.5, so such a sentence can rank but never flag alone.
+UNLISTED_OBSCENE = 0.4
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +228,26 @@ class SlurLexicon:
         return [math.log1p(c) for c in counts]
 
 
+class VulgarWords:
+    """Whether a sentence holds a vulgar word of ours (``obscene_words.txt``) or a lexicon slur,
+    whole-word, through the slur lexicon's spelling variants and a few inflections."""
+
+    def __init__(self, path: Path = OBSCENE_WORDS, slurs: Path = SLURS) -> None:
+        self._paths = (path, slurs)
+        self._pattern: re.Pattern[str] | None = None
+
+    def load(self) -> None:
+        words = set(_word_list(self._paths[0]))
+        words.update(w for tier in read_slurs(self._paths[1]).values() for w in tier)
+        alts = "|".join(_slur_regex(w) for w in sorted(words, key=len, reverse=True))
+        self._pattern = re.compile(rf"(?<![\w*@$|!])(?:{alts})(?:e?[sz]|ed|er|ers|ing|in|y)?"
+                                   rf"(?![\w*@$|])", re.IGNORECASE)
+
+    def has(self, text: str) -> bool:
+        assert self._pattern is not None  # load() ran
+        return self._pattern.search(text) is not None
+
+
 def ngram_vectorizers(
     n_features: int, word: tuple[int, int], char: tuple[int, int]
 ) -> tuple[Any, Any]:
@@ -330,6 +358,7 @@ class OfflineToxicity:
         self._weights_path = weights
         self.profanity = ProfanityComponent()
         self.slurs = SlurLexicon()
+        self.vulgar = VulgarWords()
         self.lexical = LexicalNgrams()
         self._coef: np.ndarray | None = None
         self._gated: np.ndarray | None = None  # (n_heads, 384): embedding weights when a slur
@@ -345,6 +374,7 @@ class OfflineToxicity:
         self.revision = str(data.get("revision", "unknown"))
         self.profanity.load()
         self.slurs.load()
+        self.vulgar.load()
         self.lexical.load()
         if self.lexical.revision != data.get("lexical_revision"):
             raise DetectorError(f"{LEXICAL.name} revision {self.lexical.revision!r} is not the one "
@@ -354,14 +384,26 @@ class OfflineToxicity:
         self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
     ) -> list[tuple[float, int]]:
         """Per turn: (max sentence profanity probability, index of that sentence)."""
+        return [(p, k) for p, k, _, _ in self._profanity(texts, spans)]
+
+    def _profanity(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> list[tuple[float, int, float, int]]:
+        """Per turn: the head input (max sentence profanity probability, its sentence) and the
+        obscene score (the same with unlisted sentences at ``UNLISTED_OBSCENE``, its sentence)."""
         flat = [t[s:e] for t, sp in zip(texts, spans, strict=True)
                 for s, e in (sp or [(0, len(t))])]
-        probs = iter(self.profanity.sentence_probs(flat))
+        probs = self.profanity.sentence_probs(flat)
+        listed = np.array([self.vulgar.has(x) for x in flat], dtype=bool)
+        gated = iter(probs * np.where(listed, 1.0, UNLISTED_OBSCENE))
+        raw = iter(probs)
         out = []
         for sp in spans:
-            vals = [float(next(probs)) for _ in (sp or [(0, 0)])]
-            best = int(np.argmax(vals))
-            out.append((vals[best], best))
+            n = len(sp or [(0, 0)])
+            vals = [float(next(raw)) for _ in range(n)]
+            obs = [float(next(gated)) for _ in range(n)]
+            best, ob = int(np.argmax(vals)), int(np.argmax(obs))
+            out.append((vals[best], best, obs[ob], ob))
         return out
 
     def head_logits(
@@ -390,9 +432,9 @@ class OfflineToxicity:
         spans: Sequence[Sequence[tuple[int, int]]],
         embeddings: np.ndarray,
     ) -> list[dict[str, LabelScore]]:
-        prof = self.profanity_features(texts, spans)
+        prof = self._profanity(texts, spans)
         slurs = [self.slurs.find_tiers(t) for t in texts]
-        parts = self.head_logits(embeddings, [p for p, _ in prof], [c for c, _ in slurs],
+        parts = self.head_logits(embeddings, [p[0] for p in prof], [c for c, _ in slurs],
                                  self.lexical.logits(texts))
         probs = _sigmoid(parts.sum(axis=-1))
         # the turns where the n-grams drive a head look up their top word (``_turn_scores``)
@@ -400,9 +442,11 @@ class OfflineToxicity:
         self.lexical.remember([t for t, led in zip(texts, lexical_led, strict=True) if led])
         out = []
         for i, text in enumerate(texts):
-            sent = (spans[i] or [(0, len(text))])[prof[i][1]]
+            sents = spans[i] or [(0, len(text))]
+            sent = sents[prof[i][1]]
             cues = (self.profanity.top_cue(text[sent[0] : sent[1]], sent[0]), slurs[i][1])
-            out.append(self._turn_scores(text, sent, prof[i], cues, parts[i], probs[i]))
+            out.append(self._turn_scores(text, (sent, sents[prof[i][3]]), prof[i], cues,
+                                         parts[i], probs[i]))
         return out
 
     def _lexical_cue(self, text: str, head: str) -> tuple[int, int] | None:
@@ -412,12 +456,13 @@ class OfflineToxicity:
     def _turn_scores(
         self,
         text: str,
-        sent: tuple[int, int],
-        prof: tuple[float, int],
+        sentences: tuple[tuple[int, int], tuple[int, int]],  # the most profane; the obscene one
+        prof: tuple[float, int, float, int],
         cues: tuple[tuple[int, int] | None, tuple[int, int] | None],
         parts: np.ndarray,
         probs: np.ndarray,
     ) -> dict[str, LabelScore]:
+        sent, obscene_sent = sentences
         truncated = len(text.split()) > _EMBEDDING_WORDPIECES * 0.6
         base = {"backend": "offline", "revision": self.revision}
         scores: dict[str, LabelScore] = {}
@@ -429,9 +474,11 @@ class OfflineToxicity:
             ev.update(base, embedding_truncated=truncated)
             scores[head] = LabelScore(float(probs[k]), span, ev)
         cue = cues[0]
-        obscene_ev = {**base, "component": "profanity-check", "chunk": prof[1],
+        if obscene_sent != sent:  # the most profane sentence has no listed word, another won
+            cue = self.profanity.top_cue(text[obscene_sent[0] : obscene_sent[1]], obscene_sent[0])
+        obscene_ev = {**base, "component": "profanity-check", "chunk": prof[3],
                       "chunking": "sentence", **({"cue_span": list(cue)} if cue else {})}
-        scores["obscene"] = LabelScore(prof[0], cue or sent, obscene_ev)
+        scores["obscene"] = LabelScore(prof[2], cue or obscene_sent, obscene_ev)
         scores["severe_toxicity"] = severe(scores)
         return scores
 
