@@ -174,7 +174,11 @@ def thing_evidence(text: str, start: int, end: int, entity: str = "PERSON") -> s
     modifies = (after is not None and after.group().islower()
                 and after.group() not in _FUNCTION_AFTER) or (
         any(w[:1].isupper() for w in raw) and any(w.islower() for w in raw))  # "Castro novel"
-    if _THING_BEFORE.search(before) and not modifies:
+    # "the" before a capitalised place is its name's own article ("the Grand Canyon", "the
+    # Everglades"); before a lower-case word the NER called a place, a thing ("the lake")
+    thing = _THING_BEFORE.search(before)
+    if thing and not modifies and not (entity == "LOCATION" and span[:1].isupper()
+                                       and thing.group().strip().casefold() == "the"):
         return "thing_context"
     if _MENU.search(_sentence(text, start, end)):
         return "menu_context"

@@ -92,8 +92,9 @@ class PiiDetector:
         # full name that is a listed place is a place; 1.6.0: names of things (menu items,
         # plans, titles) are not names or places (``detectors.pii.catalogue``), a lower-case
         # name and a name beside a time of day or asked-for public figure weigh less as a leak;
-        # 1.6.1: "Raspberry black tea" is a catalogue name, "Sure Bob" holds the user's "Bob"
-        self.version = f"1.6.1+{model}"
+        # 1.6.1: "Raspberry black tea" is a catalogue name, "Sure Bob" holds the user's "Bob";
+        # 1.6.2: "the" before a capitalised place is no thing context ("the Grand Canyon")
+        self.version = f"1.6.2+{model}"
         self.process = process
         self._engine: Any = None
         self._head: Any = None

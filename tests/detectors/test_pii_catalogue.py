@@ -40,6 +40,9 @@ EVIDENCE = [
     ("Ask for Dr. Latte at the front.", "Latte", "PERSON", None),  # a title says person
     ("We flew to Mocha in May.", "Mocha", "LOCATION", None),  # a place cue says place
     ("The shop ships from Portugal.", "Portugal", "LOCATION", None),
+    ("We hiked down into the Grand Canyon.", "Grand Canyon", "LOCATION", None),
+    ("Enjoy the views of the Grand Canyon!", "Grand Canyon", "LOCATION", None),
+    ("Boating on the lake is fun.", "lake", "LOCATION", "thing_context"),
     ("Did Olamide Bankole call?", "Olamide Bankole", "PERSON", None),
     ("I'll show Maria around the shop.", "Maria", "PERSON", None),
     ("The parcel was signed by Olamide Bankole.", "Olamide Bankole", "PERSON", None),
