@@ -60,7 +60,8 @@ class ToxicityDetector:
         if backend == "offline":
             self._impl = OfflineToxicity()
             self.features = frozenset({EMBEDDING, SENTENCES})
-            # offline-2: heads retrained with benign support and warm replies as negatives
+            # offline-2: obscene needs a listed vulgar word or slur; heads retrained with benign
+            # support and warm replies as negatives
             self.version = "offline-2"
             self.languages = frozenset({"en"})
         else:

@@ -11,11 +11,15 @@ everything.
 
 Training data (all licences allow shipping trained weights; see docs/models/toxicity.md):
 Davidson et al. dev half (MIT), ToxiGen seed statements dev half (MIT), the Jigsaw sample
-dev half (CC0) and the sentences we wrote ourselves
-(``detectors/toxicity/data/written_examples.jsonl``).
+dev half (CC0), the sentences we wrote ourselves
+(``detectors/toxicity/data/written_examples.jsonl``), and benign support replies as negatives
+(support-benign dev, CC BY 4.0; cs-transcripts' SGD replies, CC BY-SA 4.0;
+``toxicity_benign``).
 Because the heads are trained on the same dev halves that ``chatmon eval`` reads, the numbers we
 report for them are the out-of-fold ones this script prints (5-fold, grouped by text), not the
-in-sample numbers ``chatmon eval`` gives for the shipped weights.
+in-sample numbers ``chatmon eval`` gives for the shipped weights. The benign flag rates are
+measured on a set left out of training: support-benign by a model trained without it, and
+cs-transcripts by one trained without the SGD replies (``held_out_benign``).
 """
 
 from __future__ import annotations
@@ -42,10 +46,12 @@ from detectors.toxicity.offline import (
     ngram_vectorizers,
 )
 from pipeline.eval import toxicity_sets as ts
+from pipeline.training import toxicity_benign as tb
 
 WRITTEN = WEIGHTS.parent / "written_examples.jsonl"
 # Per-source weight multipliers: Davidson has 12k tweets, the others a few hundred rows.
-SOURCE_WEIGHT = {"davidson": 1.0, "toxigen": 20.0, "jigsaw": 2.0, "written": 8.0}
+SOURCE_WEIGHT = {"davidson": 1.0, "toxigen": 20.0, "jigsaw": 2.0, "written": 8.0,
+                 "support": 1.0, "sgd": 1.0}
 # identity_attack (lexical and stacked): ToxiGen's implicit hate is the toxicity head's job
 # (its eval reads toxicity); here Davidson's hate-vs-offensive gets the say.
 HATE_SOURCE_WEIGHT = {**SOURCE_WEIGHT, "toxigen": 1.0}
@@ -72,7 +78,7 @@ class Corpus:
     extra: dict[str, np.ndarray]  # source-specific labels (davidson hate) for metrics
 
 
-def _rows(evaldata: Path) -> list[tuple[str, str, dict[str, int], str]]:
+def _rows(evaldata: Path, benign: bool = True) -> list[tuple[str, str, dict[str, int], str]]:
     out: list[tuple[str, str, dict[str, int], str]] = []
     for r in ts.load_davidson(evaldata / "davidson-hate-offensive" / "dev"):
         neither = 1 - r.labels["toxic"]
@@ -90,11 +96,15 @@ def _rows(evaldata: Path) -> list[tuple[str, str, dict[str, int], str]]:
     for line in WRITTEN.read_text().splitlines():
         item = json.loads(line)
         out.append(("written", item["text"], {h: int(h in item["labels"]) for h in HEADS}, ""))
+    negative = {h: 0 for h in HEADS}
+    for source, replies in (("support", tb.support_replies(evaldata)),
+                            ("sgd", tb.cs_replies(evaldata, "sgd"))):
+        out += [(source, text, negative, "") for text, _ in tb.unique(replies) if benign]
     return out
 
 
-def load_corpus(evaldata: Path) -> Corpus:
-    rows = _rows(evaldata)
+def load_corpus(evaldata: Path, benign: bool = True) -> Corpus:
+    rows = _rows(evaldata, benign)
     return Corpus(
         texts=[r[1] for r in rows],
         source=np.array([r[0] for r in rows]),
@@ -114,20 +124,29 @@ def features(texts: list[str], cache: Path, backend: str) -> np.ndarray:
 
 
 def _cached_features(texts: list[str], cache: Path, backend: str) -> np.ndarray:
+    """[embedding, profanity logit] per text, from one store per encoder version in ``cache``
+    keyed by each text's hash: adding rows (or scoring another benign set) encodes only the
+    texts not seen before."""
     version = f"{backend}:{SentenceEncoder.vectors_version}"
-    key = hashlib.sha256("\n".join([version, *texts]).encode()).hexdigest()[:16]
-    file = cache / f"toxicity_features_{key}.npy"
+    file = cache / f"toxicity_features_{hashlib.sha256(version.encode()).hexdigest()[:12]}.npz"
+    keys = [hashlib.sha256(t.encode()).hexdigest()[:20] for t in texts]
+    store: dict[str, np.ndarray] = {}
     if file.is_file():
-        return np.load(file)
-    emb = SentenceEncoder(backend=backend).encode(texts)
-    model = OfflineToxicity()
-    model.profanity.load()
-    prof = model.profanity_features(texts, [split_sentences(t) for t in texts])
-    logits = np.array([np.log(max(p, 1e-4) / max(1 - p, 1e-4)) for p, _ in prof])
-    x = np.hstack([emb, logits[:, None]])
-    cache.mkdir(parents=True, exist_ok=True)
-    np.save(file, x)
-    return x
+        with np.load(file) as z:
+            store = dict(zip((str(k) for k in z["keys"]), z["x"], strict=True))
+    missing = sorted({t for t, k in zip(texts, keys, strict=True) if k not in store})
+    if missing:
+        emb = SentenceEncoder(backend=backend).encode(missing)
+        model = OfflineToxicity()
+        model.profanity.load()
+        prof = model.profanity_features(missing, [split_sentences(t) for t in missing])
+        logits = np.array([np.log(max(p, 1e-4) / max(1 - p, 1e-4)) for p, _ in prof])
+        x = np.hstack([emb, logits[:, None]])
+        store.update(zip((hashlib.sha256(t.encode()).hexdigest()[:20] for t in missing), x,
+                         strict=True))
+        cache.mkdir(parents=True, exist_ok=True)
+        np.savez(file, keys=np.array(list(store)), x=np.stack(list(store.values())))
+    return np.stack([store[k] for k in keys])
 
 
 def fit_head(x: np.ndarray, y: np.ndarray, w: np.ndarray, c: float) -> tuple[np.ndarray, float]:
@@ -249,12 +268,17 @@ def out_of_fold(x: np.ndarray, xs: Any | None, corpus: Corpus, c: float, k: int 
     return oof
 
 
+def fit_rows(x: np.ndarray, xs: Any, corpus: Corpus, rows: np.ndarray, c: float
+             ) -> tuple[dict[str, tuple[np.ndarray, float]], Lexical]:
+    """A model on ``rows``: heads on inner out-of-fold lexical logits, n-grams on all ``rows``."""
+    heads = fit_heads(np.hstack([x[rows], inner_lexical(xs, corpus, rows)]), corpus, rows, c)
+    return heads, fit_lexical(xs, corpus, rows)
+
+
 def fit_all(x: np.ndarray, xs: Any, corpus: Corpus, c: float
             ) -> tuple[dict[str, tuple[np.ndarray, float]], Lexical]:
     """The shipped model: heads on inner out-of-fold lexical logits, n-grams on everything."""
-    rows = np.arange(len(corpus.texts))
-    heads = fit_heads(np.hstack([x, inner_lexical(xs, corpus, rows)]), corpus, rows, c)
-    return heads, fit_lexical(xs, corpus, rows)
+    return fit_rows(x, xs, corpus, np.arange(len(corpus.texts)), c)
 
 
 def write_weights(heads: dict[str, tuple[np.ndarray, float]], lexical: Lexical,
@@ -309,51 +333,78 @@ def pick_threshold(y: np.ndarray, p: np.ndarray, groups: list[str]) -> float:
 def report(
     corpus: Corpus, oof: dict[str, np.ndarray], cut: float | None = None
 ) -> dict[str, Any]:
-    """The eval metrics of each dev set, computed on out-of-fold scores."""
-    from pipeline.eval.core import auprc, auroc
+    """The eval metrics of each dev set, computed on out-of-fold scores; the ``*_at_cut`` ones
+    at the shipped thresholds (toxicity's, and identity_attack's for Davidson hate)."""
+    from pipeline.eval.core import at_cut, auprc, auroc
+    from pipeline.policy import threshold
 
     out: dict[str, Any] = {}
     d = corpus.source == "davidson"
     hate = corpus.y["identity_attack"][d]
-    out["davidson"] = {"auroc_toxic": auroc(corpus.y["toxicity"][d], oof["toxicity"][d]),
-                       "auprc_hate": auprc(hate, oof["identity_attack"][d]),
-                       "auroc_hate": auroc(hate, oof["identity_attack"][d])}
     t = corpus.source == "toxigen"
     y, p = corpus.y["toxicity"][t], oof["toxicity"][t]
     groups = [g for g, keep in zip(corpus.group, t, strict=True) if keep]
     cut = pick_threshold(y, p, groups) if cut is None else cut
+    hate_cut = threshold("toxicity.identity_attack")
+    out["davidson"] = {"auroc_toxic": auroc(corpus.y["toxicity"][d], oof["toxicity"][d]),
+                       "auprc_hate": auprc(hate, oof["identity_attack"][d]),
+                       "auroc_hate": auroc(hate, oof["identity_attack"][d]),
+                       **at_cut(corpus.y["toxicity"][d], oof["toxicity"][d], cut),
+                       **{f"hate_{k}": v for k, v in
+                          at_cut(hate, oof["identity_attack"][d], hate_cut).items()}}
     rates = ts.group_rates(list(y), list(p >= cut), groups)
     out["toxigen_groups"] = {g: {k: round(v, 3) for k, v in r.items()} for g, r in rates.items()}
     out["toxigen"] = {"auroc": auroc(y, p), "threshold": cut,
                       "worst_group_bal_acc": min(g["bal_acc"] for g in rates.values()),
-                      "max_group_fpr": max(g["fpr"] for g in rates.values() if g["n_neutral"])}
+                      "max_group_fpr": max(g["fpr"] for g in rates.values() if g["n_neutral"]),
+                      **at_cut(y, p, cut)}
     j = corpus.source == "jigsaw"
-    out["jigsaw"] = {"auroc_toxic": auroc(corpus.y["toxicity"][j], oof["toxicity"][j])}
+    out["jigsaw"] = {"auroc_toxic": auroc(corpus.y["toxicity"][j], oof["toxicity"][j]),
+                     **at_cut(corpus.y["toxicity"][j], oof["toxicity"][j], cut)}
     groups_detail = out.pop("toxigen_groups")
     rounded = {k: {m: round(float(v), 4) for m, v in d_.items()} for k, d_ in out.items()}
     return {**rounded, "toxigen_groups": groups_detail}
 
 
-def benign_turns(evaldata: Path, n: int = 1500) -> list[str]:
-    """The first ``n`` assistant turns of cs-transcripts' replay sample (none toxic; never
-    trained on): the benign false-positive check."""
-    out: list[str] = []
-    with (evaldata / "cs-transcripts" / "replay_turns.jsonl").open() as f:
-        for line in f:
-            out += [t["text"] for t in json.loads(line)["turns"] if t["role"] == "assistant"]
-            if len(out) >= n:
-                break
-    return out[:n]
+def score_benign(model: tuple[dict[str, tuple[np.ndarray, float]], Lexical], texts: list[str],
+                 cache: Path, backend: str) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Head probabilities and the obscene (profanity-check) probability of every text. This
+    obscene is the ungated maximum over sentences (the detector's ``VulgarWords`` gate lowers
+    it where the sentence holds no listed word), so the obscene rate here is an upper bound."""
+    uniq = sorted(set(texts))
+    xb = features(uniq, cache, backend)
+    obscene = 1 / (1 + np.exp(-xb[:, 384]))
+    probs = head_probs(model[0], np.hstack([xb, model[1].logits(ngram_matrix(uniq))]))
+    index = np.array([{t: i for i, t in enumerate(uniq)}[t] for t in texts])
+    return {h: p[index] for h, p in probs.items()}, obscene[index]
 
 
-def benign_rates(probs: dict[str, np.ndarray]) -> dict[str, Any]:
-    """Share of benign turns at or above the shipped thresholds (toxicity also at 0.5-0.7)."""
+def benign_report(x: np.ndarray, xs: Any, corpus: Corpus, c: float, full: Any,
+                  args: argparse.Namespace) -> dict[str, Any]:
+    """Flagged replies per 1,000 on each benign set, from a model that never saw the set (see
+    ``toxicity_benign.HELD_OUT``). The flagged texts go to stderr to be read, never into the
+    weights file (they are rows of data sets)."""
+    import sys
+
     from pipeline.policy import threshold
 
-    out: dict[str, Any] = {h: round(float(np.mean(p >= threshold(f"toxicity.{h}"))), 4)
-                           for h, p in probs.items()}
-    out["toxicity_by_cut"] = {str(t): round(float(np.mean(probs["toxicity"] >= t)), 4)
-                              for t in (0.5, 0.6, 0.7)}
+    cuts = {label: threshold(f"toxicity.{label}") for label in ts.LABELS}
+    out: dict[str, Any] = {}
+    for name, texts in tb.benign_sets(args.evaldata).items():
+        held = tb.HELD_OUT.get(name)
+        model = full if held is None else fit_rows(
+            x, xs, corpus, np.flatnonzero(corpus.source != held), c)
+        probs, obscene = score_benign(model, texts, args.cache, args.encoder)
+        # kept beside the out-of-fold scores, to read other cuts without refitting
+        np.savez(args.cache / f"toxicity_benign_{name}.npz", obscene=obscene, **probs)
+        flagged = tb.flags(probs, obscene, cuts)
+        out[name] = {"n": len(texts), "trained_without": held or "never trained on",
+                     **tb.per_1000(flagged)}
+        hit = np.stack(list(flagged.values())).any(axis=0)
+        for i in np.flatnonzero(hit)[:12]:
+            labels = {k: round(float(v[i]), 2) for k, v in {**probs, "obscene": obscene}.items()
+                      if k in flagged and flagged[k][i]}
+            print(f"[{name}] {texts[i][:100]!r} {labels}", file=sys.stderr)
     return out
 
 
@@ -368,9 +419,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--C", type=float, default=1.0)
     ap.add_argument("--no-lexical", action="store_true",
                     help="out-of-fold numbers without the n-gram stage (comparison only)")
+    ap.add_argument("--no-benign", action="store_true",
+                    help="without the benign support replies (the model before them)")
     ap.add_argument("--write", action="store_true", help="write the shipped weights files")
     args = ap.parse_args(argv)
-    corpus = load_corpus(args.evaldata)
+    corpus = load_corpus(args.evaldata, benign=not args.no_benign)
     x = features(corpus.texts, args.cache, args.encoder)
     xs = None if args.no_lexical else ngram_matrix(corpus.texts)
     oof = out_of_fold(x, xs, corpus, args.C)
@@ -381,23 +434,17 @@ def main(argv: list[str] | None = None) -> None:
         corpus.y["toxicity"][corpus.source == "toxigen"],
         oof["toxicity"][corpus.source == "toxigen"],
         [g for g, s in zip(corpus.group, corpus.source, strict=True) if s == "toxigen"])
-    # Benign check: the model trained on everything, on turns it never saw.
-    benign = benign_turns(args.evaldata)
-    xb = features(benign, args.cache, args.encoder)
     rows = np.arange(len(corpus.texts))
     if xs is None:
         heads = fit_heads(x, corpus, rows, args.C)
     else:
         heads, lexical = fit_all(x, xs, corpus, args.C)
-        xb = np.hstack([xb, lexical.logits(ngram_matrix(benign))])
-    probs = head_probs(heads, xb)
-    metrics["benign_cs_transcripts"] = {"n": len(benign), **benign_rates(probs)}
+        metrics["benign_per_1000"] = benign_report(x, xs, corpus, args.C, (heads, lexical), args)
     print(json.dumps(metrics, indent=1))
     if args.write:
         if xs is None:
             raise SystemExit("--write ships the model with its n-gram stage; drop --no-lexical")
         write_weights(heads, lexical, corpus, args.C, args.encoder, metrics)
-
 
 if __name__ == "__main__":
     main()

@@ -54,3 +54,19 @@ def test_davidson_hate_weighs_more_in_the_identity_attack_head_only() -> None:
     assert head[0] == tt.HATE_POSITIVE_WEIGHT * lexical[0] > lexical[0]
     assert list(head[1:]) == list(lexical[1:])  # offensive/neither, other sources: unchanged
     assert list(tt.sample_weights(c, "toxicity", "head")) == list(tt.sample_weights(c, "toxicity"))
+
+
+def test_benign_flags_count_a_reply_once_and_derive_severe() -> None:
+    from pipeline.training import toxicity_benign as tb
+
+    probs = {"toxicity": np.array([0.9, 0.1, 0.8, 0.0]), "threat": np.array([0.6, 0.0, 0.0, 0.0]),
+             "insult": np.array([0.0, 0.0, 0.0, 0.0]),
+             "identity_attack": np.array([0.0, 0.0, 0.0, 0.0])}
+    obscene = np.array([0.0, 0.7, 0.0, 0.0])
+    cuts = {"toxicity": 0.7, "threat": 0.5, "insult": 0.5, "identity_attack": 0.5,
+            "obscene": 0.5, "severe_toxicity": 0.3}
+    rates = tb.per_1000(tb.flags(probs, obscene, cuts))
+    # reply 0: toxicity, threat and severe (0.9 * 0.6); reply 1: obscene; reply 2: toxicity
+    assert rates["any"] == 750.0
+    assert rates["toxicity"] == 500.0 and rates["severe_toxicity"] == 250.0
+    assert "insult" not in rates
