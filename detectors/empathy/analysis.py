@@ -188,7 +188,8 @@ def analyse(
     user = emotions.user_emotion(prompt_emb, prompt_text)
     # Warm (an emotional reaction or interpretation, or a feeling named) vs infers the feeling
     # (names it, or interprets): only the second can engage in full; an apology that mentions the
-    # cause ("I'm sorry your truck has not arrived") acknowledges but does not engage.
+    # cause ("I'm sorry your truck has not arrived") acknowledges but does not engage (for
+    # empathy.missed it has not ignored the user's hardship either: flags.CAUSE_CREDIT).
     warm = (sent_mech[:, :2].max(axis=1) >= EMPATHIC) | (measured.feeling > 0) \
         if len(spans) else np.zeros(0, dtype=bool)
     empathic = ((presence[:, 1] >= EMPATHIC) | (measured.feeling > 0)) & ~tainted \
@@ -215,6 +216,8 @@ def analyse(
         upset=upset(user),
         expressed=expressed_cue(prompt_text),
         explores=_explores(cues, sent_mech, engaged) if len(spans) else np.zeros(0, dtype=bool),
+        names_cause=np.array([eng.names_cause(s, user_side) for s in sentences], dtype=bool)
+        & ~tainted if len(spans) else np.zeros(0, dtype=bool),
         manipulation=max((score for _, _, score in manip), default=0.0),
     )
     best = int(np.argmax(np.where(empathic, engaged, -1.0))) if empathic.any() else None

@@ -59,7 +59,7 @@ class EmpathyDetector:
         self._model: EmpathyModel | None = None
         self._emotions: EmotionModel | None = None
         self._transformer: Any = None
-        self.version = "2.2.0" + ("" if backend == "offline" else "+transformers") + (
+        self.version = "2.3.0" + ("" if backend == "offline" else "+transformers") + (
             "+int8" if backend == "transformers" and runtime == "onnx-int8" else "")
 
     def load(self) -> None:

@@ -21,6 +21,7 @@ with no shared word, the user sentence with the most specific content.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,6 +37,18 @@ GENERIC_CREDIT = 0.35
 STOCK_WEIGHT = 0.35  # a shared stock word counts this much of a specific one
 OVERLAP_CAP = 4.0  # shared (weighted) words past this add nothing
 EARLIER_TURNS = 3  # earlier user turns whose words a reply may engage
+MIN_PREFIX = 5  # a stem this long that starts another is the same word (names_cause)
+# An apology or condolence and what it is about: the rest of its clause ("I'm so sorry about your
+# grandmother", "sorry your card was stolen"). About nothing of the user's: "Sorry, I need ...",
+# "I'm sorry but ...", and a refusal ("I'm sorry we don't sell mocha", "sorry, I can't ...").
+# Not "regret" ("We regret to inform you") nor "understand" ("I understand how frustrating it
+# is"), which open the notices and scripts of issue 27; nor advice to apologise ("Apologize
+# sincerely and offer to replace the bottle"): the bot's own apology has "I" or "we" before it.
+_APOLOGY_OBJECT = re.compile(
+    r"(?:\bsorry|\b(?:i|we)\s+(?:\w+\s+)?apologi[sz]e\w*|\bapologies|\bcondolences|\bsympathy)\b"
+    r"(?!\s+(?:to\s+say\s+)?(?:that\s+)?(?:i|we)\s+(?:do\s+not|don't|dont|can't|cannot|can\s+not|"
+    r"only|am\s+not|are\s+not|aren't|won't|will\s+not)\b)"
+    r"((?:(?!\bbut\b)[^,;:.!?])*)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -120,6 +133,28 @@ def measure(sentences: Sequence[str], sent_emb: np.ndarray, prompt_emb: np.ndarr
     score = (1.0 / (1.0 + np.exp(-z))).astype(np.float32)
     return Engagement(score, np.array(overlap, dtype=np.float32), sim.astype(np.float32),
                       feeling, shared, cause)
+
+
+def names_cause(sentence: str, user: UserSide) -> bool:
+    """The sentence apologises for, or commiserates with, something this user named: its apology's
+    clause shares a specific content word (not stock, not a feeling word) with the user's turn(s).
+    "I'm so sorry about your grandmother" names the user's own cause, however low the cosine of so
+    short a sentence with a turn that also asks for something; "sorry for your loss", "sorry to
+    hear that", "sorry for the inconvenience" and a script with the topic filled in ("sorry your
+    parcel has not arrived": stock words) name nothing of theirs."""
+    if user.empty:
+        return False
+    theirs = frozenset().union(*user.stems) - STOCK_WORDS
+    return any(_same_word(w, u) for m in _APOLOGY_OBJECT.finditer(sentence)
+               for w in stems(m.group(1)) - FEELING_WORDS - STOCK_WORDS for u in theirs)
+
+
+def _same_word(a: str, b: str) -> bool:
+    """One word with another suffix, which the light stemmer leaves apart: "diagnosed" and
+    "diagnosis", "postponed" and "postponement" (the shorter stem, of 5 letters or more, starts
+    the longer)."""
+    short, long_ = sorted((a, b), key=len)
+    return short == long_ or (len(short) >= MIN_PREFIX and long_.startswith(short))
 
 
 def fallback_cause(user: UserSide) -> int | None:

@@ -37,6 +37,12 @@ UNSAID_WEIGHT = 0.45
 # the user's words; a stock formula ("I understand your frustration", "sorry for your loss")
 # earns only GENERIC_CREDIT. Above 0.5, so such a reply stays under the 0.5 cut.
 NAMED_CREDIT = 0.6
+# An apology for the user's own cause, named in their words ("I'm so sorry about your
+# grandmother", "sorry your card was stolen"; ``engagement.names_cause``), has taken up their
+# situation though so short a sentence scores low on similarity with the whole turn: same credit.
+# "Sorry for your loss" or "sorry to hear that" names nothing of the user's and still earns
+# GENERIC_CREDIT.
+CAUSE_CREDIT = NAMED_CREDIT
 _SCRIPT_ACKS = frozenset({"understand", "patience", "not_wanted", "condolences"})
 # Script fillers that carry a feeling word without naming the user's feeling.
 _SCRIPT_FILLER = re.compile(r"\b(?:any|the)\s+(?:distress|inconvenience|frustration|upset|trouble|"
@@ -61,6 +67,7 @@ class ReplyAnalysis:
     empathic: np.ndarray  # (n,) bool: names or interprets the feeling (can engage in full)
     acknowledges: np.ndarray  # (n,) bool: warm (ER/IP/a feeling), or a stock acknowledgement
     explores: np.ndarray  # (n,) bool: asks about the feeling, or a question that engages
+    names_cause: np.ndarray  # (n,) bool: apologises for something this user named (engagement)
     upset: float  # P(the user is upset)
     expressed: str | None  # the cue that the user said a negative feeling or hardship, or None
     manipulation: float  # the strongest warm manipulation cue in the reply (0: none)
@@ -149,9 +156,10 @@ def missed(a: ReplyAnalysis) -> FlagParts | None:
     upset the emotion model reads "Not now. Thanks." to be. Score = P(upset) x (1 -
     credit), credit = the most of: the best (acknowledgement x engagement) of an empathic
     sentence; EXPLORE_CREDIT when a sentence asks about the feeling ("How are you holding up?")
-    or asks about this user's situation; GENERIC_CREDIT x the strongest acknowledgement (a stock
-    apology earns a little, an engaged one all); all of it scaled by (1 - the strongest warm
-    manipulation cue of the reply)."""
+    or asks about this user's situation; NAMED_CREDIT for a feeling named in the bot's own words;
+    CAUSE_CREDIT for an apology about something the user named; GENERIC_CREDIT x the strongest
+    acknowledgement (a stock apology earns a little, an engaged one all); all of it scaled by
+    (1 - the strongest warm manipulation cue of the reply)."""
     if not a.sentences:
         return None
     strength = a.sent_mech[:, :2].max(axis=1)
@@ -160,8 +168,9 @@ def missed(a: ReplyAnalysis) -> FlagParts | None:
     explored = EXPLORE_CREDIT * float(a.explores.any())
     named = NAMED_CREDIT * float(any(a.empathic[i] and a.acknowledges[i] and not _scripted(s)
                                      for i, s in enumerate(a.sentences)))
+    cause = CAUSE_CREDIT * float((a.acknowledges & a.names_cause).any())
     # warmth that carries a manipulation cue earns nothing
-    credit = max(float(engaged.max()), GENERIC_CREDIT * presence, explored, named) * (
+    credit = max(float(engaged.max()), GENERIC_CREDIT * presence, explored, named, cause) * (
         1.0 - a.manipulation)
     best = int(np.argmax(engaged)) if engaged.max() > 0 else None
     evidence = {
@@ -172,6 +181,7 @@ def missed(a: ReplyAnalysis) -> FlagParts | None:
         "acknowledgement": round(presence, 3),
         "explores": bool(a.explores.any()),
         "names_feeling": named > 0,
+        "names_cause": cause > 0,
         "sentence": best,
     }
     said = 1.0 if a.expressed is not None else UNSAID_WEIGHT
