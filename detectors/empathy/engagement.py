@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from detectors.base import Turn
-from detectors.empathy.words import FEELING_WORDS, STOCK_WORDS, terms
+from detectors.empathy.words import FEELING_WORDS, STOCK_WORDS, _stems, terms
 from detectors.features import split_sentences
 
 # Share of its credit an unengaged (generic) acknowledgement keeps, in the overall score and in
@@ -38,6 +38,10 @@ STOCK_WEIGHT = 0.35  # a shared stock word counts this much of a specific one
 OVERLAP_CAP = 4.0  # shared (weighted) words past this add nothing
 EARLIER_TURNS = 3  # earlier user turns whose words a reply may engage
 MIN_PREFIX = 5  # a stem this long that starts another is the same word (names_cause)
+# When it happened is not what happened: "sorry you had an unpleasant experience this morning"
+# names nothing of the user's.
+_WHEN = _stems("morning afternoon evening night tonight yesterday tomorrow weekend year recently "
+               "ago last earlier")
 # An apology or condolence and what it is about: the rest of its clause ("I'm so sorry about your
 # grandmother", "sorry your card was stolen"). About nothing of the user's: "Sorry, I need ...",
 # "I'm sorry but ...", and a refusal ("I'm sorry we don't sell mocha", "sorry, I can't ...").
@@ -144,9 +148,9 @@ def names_cause(sentence: str, user: UserSide) -> bool:
     parcel has not arrived": stock words) name nothing of theirs."""
     if user.empty:
         return False
-    theirs = frozenset().union(*user.stems) - STOCK_WORDS
+    theirs = frozenset().union(*user.stems) - STOCK_WORDS - _WHEN
     return any(_same_word(w, u) for m in _APOLOGY_OBJECT.finditer(sentence)
-               for w in stems(m.group(1)) - FEELING_WORDS - STOCK_WORDS for u in theirs)
+               for w in stems(m.group(1)) - FEELING_WORDS - STOCK_WORDS - _WHEN for u in theirs)
 
 
 def _same_word(a: str, b: str) -> bool:

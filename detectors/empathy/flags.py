@@ -110,8 +110,9 @@ def formulaic_restatement(a: ReplyAnalysis) -> FlagParts | None:
     any inconvenience") followed straight by procedure or boilerplate, with nothing about this
     user's situation: no acknowledging sentence of the reply engages it. The opening is the run
     of acknowledging sentences starting at the first or second sentence (after a greeting); a
-    question that explores right after it is engagement, not a formula. Score = (1 - the best
-    engagement of an acknowledging sentence) x min(1, 2 P(the user is upset))."""
+    question that explores right after it is engagement, not a formula; an apology that names the
+    user's own cause engages CAUSE_CREDIT. Score = (1 - the best engagement of an acknowledging
+    sentence) x min(1, 2 P(the user is upset))."""
     acks = [i for i in range(min(2, len(a.sentences))) if a.acknowledges[i]]
     if not acks:
         return None
@@ -121,7 +122,10 @@ def formulaic_restatement(a: ReplyAnalysis) -> FlagParts | None:
         nxt += 1
     if nxt >= len(a.sentences) or a.explores[nxt]:
         return None
-    opening_eng = float(a.engagement[:nxt].max())
+    # An apology for the user's own cause ("I'm so sorry about your grandmother") is about this
+    # user's situation: it engages as much as empathy.missed credits it.
+    cause = CAUSE_CREDIT * float((a.acknowledges & a.names_cause).any())
+    opening_eng = max(float(a.engagement[:nxt].max()), cause)
     empathic_eng = float(a.engagement[a.acknowledges].max())
     pattern = (lexicon.first_hit(lexicon.RESTATEMENT, a.sentences[first])
                or lexicon.first_hit(lexicon.ACKNOWLEDGEMENT, a.sentences[first]))
@@ -131,6 +135,7 @@ def formulaic_restatement(a: ReplyAnalysis) -> FlagParts | None:
         "opening_sentences": nxt - first,
         "opening_engagement": round(opening_eng, 3),
         "reply_engagement": round(empathic_eng, 3),
+        "names_cause": cause > 0,
         "next_sentence": nxt,
         "next_tactic": a.tactics[nxt],
     }

@@ -16,6 +16,7 @@ from pipeline.policy import threshold
 from tests.detectors.conftest import empathy_findings as run
 
 MISSED = threshold("empathy.missed")
+FORMULAIC = threshold("empathy.formulaic_restatement")
 
 NOT_MISSED = [
     # user turn, bare reply (domain in the comment)
@@ -144,6 +145,9 @@ def test_an_apology_naming_the_users_cause_is_not_missed(empathy, prompt: str,
                                                          reply: str) -> None:
     found = run(empathy, reply, prompt)
     assert "missed" not in found or found["missed"].score < MISSED, found["missed"].evidence
+    # nor a formula: it is about this user's situation
+    formula = found.get("formulaic_restatement")
+    assert formula is None or formula.score < FORMULAIC, formula.evidence
 
 
 @pytest.mark.parametrize(("prompt", "reply"), GENERIC_MISSED)
@@ -170,6 +174,8 @@ def test_a_generic_formula_before_procedure_is_still_missed(empathy, prompt: str
     ("I was diagnosed with diabetes.", "I'm sorry to hear about your diagnosis.", True),
     ("My surgery was postponed again.", "I'm sorry about the postponement.", True),
     ("I lost my job in March.", "I'm sorry to hear about your situation.", False),  # generic
+    ("A man in the queue was rude to me this morning.",
+     "I'm sorry you had a bad experience this morning.", False),  # when, not what
     ("I'm locked out of my account.", "I understand how frustrating it is to be locked out.",
      False),  # no apology: the script of issue 27
 ])
