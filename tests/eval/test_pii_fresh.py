@@ -49,13 +49,17 @@ FRESH6 = FRESH.parent / "pii_fresh6"
 # Round 7, written blind and sealed until pii 1.5.2 was committed (bd88afb); scored once:
 # 0.912 / 0.935.
 FRESH7 = FRESH.parent / "pii_fresh7"
+# Round 8, written blind after pii 1.6.2 was committed (e5d99aa), around names of things (menu
+# items, plans, titles, rooms shaped like people and places); scored once: 0.944 / 0.647
+# (1.5.2: 0.951 / 0.624). Its low precision is the names of things still taken for people.
+FRESH8 = FRESH.parent / "pii_fresh8"
 
 
 @pytest.mark.parametrize(("folder", "min_addresses"),
                          [(FRESH, 0), (FRESH2, 8), (FRESH3, 16), (FRESH4, 16),
-                          (FRESH5, 16), (FRESH6, 16), (FRESH7, 16)],
+                          (FRESH5, 16), (FRESH6, 16), (FRESH7, 16), (FRESH8, 16)],
                          ids=["pii_fresh", "pii_fresh2", "pii_fresh3", "pii_fresh4",
-                              "pii_fresh5", "pii_fresh6", "pii_fresh7"])
+                              "pii_fresh5", "pii_fresh6", "pii_fresh7", "pii_fresh8"])
 def test_fresh_set_is_well_formed_and_in_step_with_its_source(folder: Path,
                                                               min_addresses: int) -> None:
     rows = json.loads((folder / "synth_dataset_v2.json").read_text(encoding="utf-8"))
@@ -76,9 +80,9 @@ def test_fresh_set_is_well_formed_and_in_step_with_its_source(folder: Path,
 @pytest.mark.parametrize(("folder", "recall", "precision"),
                          [(FRESH, 0.96, 0.94), (FRESH2, 0.90, 0.91), (FRESH3, 0.87, 0.91),
                           (FRESH4, 0.91, 0.89), (FRESH5, 0.89, 0.91), (FRESH6, 0.91, 0.90),
-                          (FRESH7, 0.89, 0.91)],
+                          (FRESH7, 0.89, 0.91), (FRESH8, 0.92, 0.62)],
                          ids=["pii_fresh", "pii_fresh2", "pii_fresh3", "pii_fresh4",
-                              "pii_fresh5", "pii_fresh6", "pii_fresh7"])
+                              "pii_fresh5", "pii_fresh6", "pii_fresh7", "pii_fresh8"])
 def test_default_detector_recall_on_fresh_phrasing(folder: Path, recall: float,
                                                    precision: float) -> None:
     result = presidio_synth.evaluate(folder, Settings())
