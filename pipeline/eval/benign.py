@@ -21,7 +21,9 @@ throw-away SQLite store) under the shipped policy, and then:
 - catalogue terms: the share of their mentions that the stored, redacted text lost;
 - replies to a closing (thanks, goodbye, "that's all") and how many are flagged
   ``empathy.missed``;
-- the share of assistant replies carrying each flagged repetition label.
+- the share of assistant replies carrying each flagged repetition label (``share_``), and each
+  repetition label stored at a score of 0.5 or more, flagged or not (``share_stored_``: the
+  procedural ``repetition.stock_phrase`` is never flagged, its share is still reported).
 
 On benign traffic every flag is a false one: these are the numbers a team sees on a clean bot.
 """
@@ -48,6 +50,9 @@ EVENT_FILES = ("turns.jsonl", "replay_turns.jsonl")
 _WEEK = timedelta(days=7)
 _EPOCH = datetime(2026, 1, 5, tzinfo=UTC)  # a Monday: generated timestamps span one week
 BATCH = 64
+# Repetition labels are also counted unflagged, at the detector's own level (a phrase used in
+# two or more conversations scores 0.5): procedural stock phrases are stored, never flagged.
+STORED_CUT = 0.5
 # A user turn that closes or thanks, with nothing else in it: "Not now. Thanks for everything.",
 # "Nope, that's it, I am done." A turn that also names a trouble is not a closing.
 _CLOSING = re.compile(
@@ -87,6 +92,9 @@ def evaluate(path: Path, settings: Settings) -> EvalResult:
     metrics["closing_replies_missed_empathy"] = float(missed)
     for label, share in repetition_shares(replies, flagged).items():
         metrics[f"share_{label.replace('.', '_')}"] = share
+    stored = [f for f in finding_rows if f["role"] == "assistant" and f["score"] >= STORED_CUT]
+    for label, share in repetition_shares(replies, stored).items():
+        metrics[f"share_stored_{label.replace('.', '_')}"] = share
     return EvalResult("benign", "all", len(replies), metrics, detail)
 
 

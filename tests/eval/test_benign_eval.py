@@ -50,6 +50,9 @@ def test_catalogue_and_closings(result) -> None:
     assert 0.0 <= m["catalogue_redacted_share"] <= 1.0
     assert m["closing_replies"] == 2
     assert m["closing_replies_missed_empathy"] == 0
+    # "Caramel Macchiato" recurs in two replies of one conversation: a stock phrase needs two
+    # conversations, so no reply carries one, flagged or stored.
+    assert "share_stored_repetition_stock_phrase" not in m
 
 
 def test_catalogue_redactions_counts_lost_mentions() -> None:
