@@ -98,51 +98,43 @@ GROUP BY 1, 2
 ORDER BY 1, 2
 """, (("time", "time"), ("metric", "string"), ("emotion_alignment", "number")), "time_series")
 
-# Formulaic empathy first (issue "Quiet on a clean bot"): the same apology or acknowledgement
-# said in many conversations (flagged); a task bot's procedural script is listed after it.
-STOCK_EMPATHY = SqlQuery(f"""
+def _top_phrases(label: str) -> SqlQuery:
+    """The bot's most widespread repeated phrases of one repetition label, flagged or not."""
+    return SqlQuery(f"""
 SELECT evidence->>'phrase' AS phrase, bot_id AS bot,
        MAX(CAST(evidence->>'share' AS {NUM})) AS share, COUNT(*) AS replies
 FROM findings
-WHERE label = 'repetition.stock_empathy' AND $__timeFilter(ts)
+WHERE label = '{label}' AND $__timeFilter(ts)
 GROUP BY 1, 2
 ORDER BY share DESC, replies DESC, phrase
 LIMIT 15
 """, (("phrase", "string"), ("bot", "string"), ("share", "number"), ("replies", "number")))
 
-STOCK_EMPATHY_SHARE = SqlQuery("""
+
+def _flagged_share(label: str, column: str) -> SqlQuery:
+    """Per bot: the share of assistant replies with a flagged finding of ``label``."""
+    return SqlQuery(f"""
 SELECT t.bot_id AS bot, COUNT(DISTINCT t.id) AS replies,
-       COUNT(DISTINCT f.turn_id) * 1.0 / COUNT(DISTINCT t.id) AS stock_empathy_share
+       COUNT(DISTINCT f.turn_id) * 1.0 / COUNT(DISTINCT t.id) AS {column}
 FROM turns t
 LEFT JOIN findings f
-  ON f.turn_id = t.id AND f.label = 'repetition.stock_empathy' AND f.flagged
+  ON f.turn_id = t.id AND f.label = '{label}' AND f.flagged
 WHERE t.role = 'assistant' AND $__timeFilter(t.ts)
 GROUP BY 1
 ORDER BY 1
-""", (("bot", "string"), ("replies", "number"), ("stock_empathy_share", "number")))
+""", (("bot", "string"), ("replies", "number"), (column, "number")))
+
+
+# Formulaic empathy first (issue "Quiet on a clean bot"): the same apology or acknowledgement
+# said in many conversations (flagged); a task bot's procedural script is listed after it.
+STOCK_EMPATHY = _top_phrases("repetition.stock_empathy")
+STOCK_EMPATHY_SHARE = _flagged_share("repetition.stock_empathy", "stock_empathy_share")
 
 # Procedural stock phrases: a measurement (never flagged by the shipped policy), so unflagged
 # findings count.
-STOCK_PHRASES = SqlQuery(f"""
-SELECT evidence->>'phrase' AS phrase, bot_id AS bot,
-       MAX(CAST(evidence->>'share' AS {NUM})) AS share, COUNT(*) AS replies
-FROM findings
-WHERE label = 'repetition.stock_phrase' AND $__timeFilter(ts)
-GROUP BY 1, 2
-ORDER BY share DESC, replies DESC, phrase
-LIMIT 15
-""", (("phrase", "string"), ("bot", "string"), ("share", "number"), ("replies", "number")))
+STOCK_PHRASES = _top_phrases("repetition.stock_phrase")
 
-NEAR_DUPLICATES = SqlQuery("""
-SELECT t.bot_id AS bot, COUNT(DISTINCT t.id) AS replies,
-       COUNT(DISTINCT f.turn_id) * 1.0 / COUNT(DISTINCT t.id) AS near_duplicate_share
-FROM turns t
-LEFT JOIN findings f
-  ON f.turn_id = t.id AND f.label = 'repetition.near_duplicate' AND f.flagged
-WHERE t.role = 'assistant' AND $__timeFilter(t.ts)
-GROUP BY 1
-ORDER BY 1
-""", (("bot", "string"), ("replies", "number"), ("near_duplicate_share", "number")))
+NEAR_DUPLICATES = _flagged_share("repetition.near_duplicate", "near_duplicate_share")
 
 TEMPLATES = SqlQuery(f"""
 SELECT bot_id AS bot, evidence->>'sequence' AS tactic_sequence,

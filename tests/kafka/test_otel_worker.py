@@ -15,8 +15,15 @@ from sqlalchemy import create_engine, text
 
 from pipeline.kafka.admin import create_topics
 from pipeline.kafka.producer import send_raw
-from tests.kafka.helpers import PARTITIONS, KafkaNames, Worker, chatmon, chatmon_env, \
-    db_counts, wait_until
+from tests.kafka.helpers import (
+    PARTITIONS,
+    KafkaNames,
+    Worker,
+    chatmon,
+    chatmon_env,
+    db_counts,
+    wait_until,
+)
 from tests.kafka.test_worker import _read_topic
 from tests.otel_spans import chat_span, request, semconv
 
