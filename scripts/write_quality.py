@@ -58,7 +58,9 @@ TARGETS: dict[str, list[tuple[str, str, float, int]]] = {
                                   ("formulaic_tailored", "<=", 0.10))],
     "benign:support-benign": _QUIET_SUPPORT,
     "benign:cs-transcripts": [t for t in _QUIET_SUPPORT if t[0] != "catalogue_redacted_share"],
-    "benign:welivita-chatgpt": [(f"flagged_per_1000_{d}", "<=", 1.0, 42)
+    # issue 42: each kind of ChatGPT reply on its own (a bot of the benign run each)
+    "benign:welivita-chatgpt": [(f"flagged_per_1000_{d}@welivita-{kind}", "<=", 1.0, 42)
+                                for kind in ("chatgpt", "chatgpt_empathy")
                                 for d in ("toxicity", "manipulation", "bias")],
 }
 
@@ -96,6 +98,16 @@ def run_all(data: Path, backend: str, only: list[str]) -> dict[str, Any]:
 
 def _fmt(v: Any) -> str:
     return "-" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)
+
+
+def _metric(result: dict[str, Any], metric: str) -> Any:
+    """A metric of a result; ``flagged_per_1000_<detector>@<bot>`` reads one bot of a benign
+    run (``detail.by_bot``)."""
+    name, _, bot = metric.partition("@")
+    if not bot:
+        return result.get("metrics", {}).get(name)
+    per_bot = result.get("detail", {}).get("by_bot", {}).get(bot, {})
+    return per_bot.get("flagged_per_1000", {}).get(name.removeprefix("flagged_per_1000_"))
 
 
 def _met(v: Any, op: str, want: float) -> str:
@@ -154,9 +166,8 @@ def render(results: dict[str, Any], backend: str, data: str,
               "| bench | metric | target | measured | status | issue |",
               "|---|---|---|---|---|---|"]
     for name, goals in TARGETS.items():
-        m = results.get(name, {}).get("metrics", {})
         for metric, op, want, issue in goals:
-            v = m.get(metric)
+            v = _metric(results.get(name, {}), metric)
             status = _met(v, op, want) if name in results else "not run"
             if name in IN_SAMPLE and name in results:
                 status = f"in-sample {status}; out-of-fold below"
