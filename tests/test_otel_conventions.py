@@ -21,6 +21,7 @@ from pydantic import SecretStr
 from sqlalchemy import create_engine, text
 
 from pipeline.embedded.serve import create_app
+from pipeline.scoring.suite import DetectorSuite
 from tests.conftest import count_rows
 from tests.otel_spans import semconv
 from tests.test_serve_isolation import live_server
@@ -113,10 +114,19 @@ def stored(url: str, conv: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, 
     return [tuple(r) for r in turns], [tuple(r) for r in findings]
 
 
+@pytest.fixture(scope="module")
+def suite(pii_suite) -> DetectorSuite:  # type: ignore[no-untyped-def]
+    """PII and toxicity: the user's email and the reply's phone, and the reply's insult."""
+    s = DetectorSuite([*pii_suite.detectors, *DetectorSuite.from_names(
+        ["toxicity"], encoder_backend="onnx-int8").detectors], encoder_backend="onnx-int8")
+    s.load()
+    return s
+
+
 @pytest.mark.parametrize("convention", sorted(CONVENTIONS))
 def test_each_convention_stores_the_dialog_as_v1_turns_does(
-        convention: str, make_processor, sqlite_url: str) -> None:  # type: ignore[no-untyped-def]
-    proc = make_processor(sqlite_url, serve_token=SecretStr(TOKEN))
+        convention: str, make_processor, suite, sqlite_url: str) -> None:  # type: ignore[no-untyped-def]
+    proc = make_processor(sqlite_url, suite, serve_token=SecretStr(TOKEN))
     conv = f"{convention}-conv"
     spans = record(convention, conv)
     with live_server(create_app(proc.settings, proc)) as base:
@@ -134,5 +144,6 @@ def test_each_convention_stores_the_dialog_as_v1_turns_does(
     assert EMAIL not in turns[0][2] and "locked out" in turns[0][2]  # redacted
     assert PHONE not in turns[3][2] and "idiot" in turns[3][2]
     assert any(f[0] == 0 and f[2] == "pii.email_address" and f[4] for f in findings), findings
-    assert any(f[0] == 3 and f[4] for f in findings), findings  # the reply's leak is flagged
+    flagged = {(f[0], f[2].split(".")[0]) for f in findings if f[4]}
+    assert {(3, "pii"), (3, "toxicity")} <= flagged, findings  # the reply's leak and insult
     assert (turns, findings) == stored(sqlite_url, f"{conv}-jsonl")
