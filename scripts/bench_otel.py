@@ -8,9 +8,10 @@ Builds chat spans from ``chatmon bench``'s default corpus (the cs-transcripts re
 it sits beside the repository): one span per reply (joined to at least ``--reply-chars``),
 carrying the conversation so far as ``gen_ai.input.messages`` and the reply as
 ``gen_ai.output.messages``, as an instrumented application sends them. Two disjoint halves of
-the corpus, so neither run finds the other's text already analysed: the first half goes to
-``/v1/traces`` as OTLP protobuf, the second, mapped to chatmon events by the same mapping, to
-``/v1/turns``; both in batches of ``--batch`` spans (and their turns) from 4 client threads, to
+the corpus, so neither run finds the other's text already analysed: the first and last
+quarters go to ``/v1/traces`` as OTLP protobuf, the middle two, mapped to chatmon events by the
+same mapping, to ``/v1/turns`` (in that order: traces, turns, turns, traces); all in batches of
+``--batch`` spans (and their turns) from 4 client threads, to
 a ``chatmon serve`` subprocess on SQLite in a temporary folder. Prints JSON: spans_per_s,
 turns_per_s of each route, decode_ms_per_span, the decode's share of a turn's cost, and
 the machine (as ``chatmon bench`` names it)."""
@@ -187,33 +188,42 @@ def main() -> None:
     warm = [export_body(spans[2 * n:2 * n + size])]
     warm_events = [json.dumps([{**e, "conversation_id": f"ev-{e['conversation_id']}"}
                                for e in decode(export_body(spans[2 * n + size:]))]).encode()]
-    first, second = spans[:n], spans[n:2 * n]
-    traced = [export_body(first[i:i + size]) for i in range(0, n, size)]
-    as_turns = [json.dumps([{**e, "conversation_id": f"ev-{e['conversation_id']}"}
-                            for e in decode(export_body(second[i:i + size]))]).encode()
-                for i in range(0, n, size)]
-    turns_otlp = sum(len(decode(b)) for b in traced)
-    turns_events = sum(len(json.loads(b)) for b in as_turns)
-    decode_ms = decode_ms_per_span(traced, n)
+    # Quarters of the corpus, sent in the order traces, turns, turns, traces: a machine whose
+    # speed drifts (warm-up, other work) and text that gets longer or shorter along the corpus
+    # weigh on both routes alike.
+    half = n // 2
+    quarters = [spans[q * half:(q + 1) * half] for q in range(4)]
+    traced = [[export_body(q[i:i + size]) for i in range(0, half, size)]
+              for q in (quarters[0], quarters[3])]
+    as_turns = [[json.dumps([{**e, "conversation_id": f"ev-{e['conversation_id']}"}
+                             for e in decode(export_body(q[i:i + size]))]).encode()
+                 for i in range(0, half, size)] for q in (quarters[1], quarters[2])]
+    n = 2 * half
+    turns_otlp = sum(len(decode(b)) for part in traced for b in part)
+    turns_events = sum(len(json.loads(b)) for part in as_turns for b in part)
+    decode_ms = decode_ms_per_span(traced[0] + traced[1], n)
     with tempfile.TemporaryDirectory(prefix="bench-otel-") as folder:
         proc, base = serve(folder, args.detectors)
         try:
             post_all(f"{base}/v1/traces", warm, "application/x-protobuf")  # models warm
             post_all(f"{base}/v1/turns", warm_events, "application/json")
-            t_otlp = post_all(f"{base}/v1/traces", traced, "application/x-protobuf")
-            t_events = post_all(f"{base}/v1/turns", as_turns, "application/json")
+            t_otlp = post_all(f"{base}/v1/traces", traced[0], "application/x-protobuf")
+            t_events = post_all(f"{base}/v1/turns", as_turns[0], "application/json")
+            t_events += post_all(f"{base}/v1/turns", as_turns[1], "application/json")
+            t_otlp += post_all(f"{base}/v1/traces", traced[1], "application/x-protobuf")
         finally:
             proc.terminate()
             proc.wait(30)
     turn_ms = 1000.0 * t_events / turns_events
     replies = [len(json.loads(s.attributes[-1].value.string_value)[0]["parts"][0]["content"])
-               for s in spans[:n]]
+               for s in quarters[0] + quarters[3]]
     print(json.dumps({
         "spans": n, "batch": size, "detectors": args.detectors or "default (all)",
         "mean_reply_chars": round(sum(replies) / n),
         "v1_traces": {"spans_per_s": round(n / t_otlp, 1), "turns": turns_otlp,
                       "turns_per_s": round(turns_otlp / t_otlp, 1)},
         "v1_turns": {"turns": turns_events, "turns_per_s": round(turns_events / t_events, 1)},
+        "traces_turn_rate_vs_turns": round(turns_otlp / t_otlp / (turns_events / t_events), 3),
         "decode_ms_per_span": round(decode_ms, 3),
         "decode_ms_per_turn": round(decode_ms * n / turns_otlp, 3),
         "turn_ms_v1_turns": round(turn_ms, 2),
