@@ -211,8 +211,9 @@ def _by_bot(replies: Sequence[dict[str, Any]], flagged: Sequence[dict[str, Any]]
     return out
 
 
-def _mentions(term: str, text: str) -> int:
-    return len(re.findall(rf"(?<!\w){re.escape(term)}(?!\w)", text, re.IGNORECASE))
+def _term(term: str) -> re.Pattern[str]:
+    """A catalogue term as a whole word or phrase, any case."""
+    return re.compile(rf"(?<!\w){re.escape(term)}(?!\w)", re.IGNORECASE)
 
 
 def catalogue_redactions(turn_rows: Sequence[dict[str, Any]], events: Sequence[dict[str, Any]],
@@ -226,11 +227,11 @@ def catalogue_redactions(turn_rows: Sequence[dict[str, Any]], events: Sequence[d
         key = (row["conversation_id"], int(row["turn"]))
         before, after = raw.get(key, ""), row["text_redacted"]
         for term in sorted(set(terms.get(row["conversation_id"], [])), key=len, reverse=True):
-            n_before, n_after = _mentions(term, before), _mentions(term, after)
+            pattern = _term(term)
+            before, n_before = pattern.subn(" ", before)
+            after, n_after = pattern.subn(" ", after)
             mentions += n_before
             lost += max(n_before - n_after, 0)
-            before = re.sub(rf"(?<!\w){re.escape(term)}(?!\w)", " ", before, flags=re.I)
-            after = re.sub(rf"(?<!\w){re.escape(term)}(?!\w)", " ", after, flags=re.I)
     return mentions, lost
 
 

@@ -58,15 +58,22 @@ def _mechanisms(data: dict[str, Any]) -> Panel:
                  too_few, data["settings"].min_replies)
 
 
+def _repetition_share(data: dict[str, Any], pid: str, title: str, what: str,
+                      groups: Groups) -> Panel:
+    """Per bot, this week vs the week before: the share of replies with a flagged repetition
+    label, with Wilson intervals."""
+    return _groups(pid, title, what + INTERVALS.format(level=_level(data), method="Wilson"),
+                   groups, lambda g: figs.paired(g, "repetition", figs.SHARE, "% of replies"))
+
+
 def _formulaic(data: dict[str, Any]) -> list[Panel]:
     """Formulaic empathy leads; the bot's procedural script follows, as a measurement."""
-    out = [_groups("plot-stock-empathy", "Stock empathy per bot: this week vs the week before",
-                   "Share of replies flagged repetition.stock_empathy: an apology, "
-                   "acknowledgement or validation the bot says the same way in many "
-                   "conversations (\"I understand your frustration\"). "
-                   + INTERVALS.format(level=_level(data), method="Wilson"),
-                   data["stock_empathy"],
-                   lambda g: figs.paired(g, "repetition", figs.SHARE, "% of replies"))]
+    out = [_repetition_share(data, "plot-stock-empathy",
+                             "Stock empathy per bot: this week vs the week before",
+                             "Share of replies flagged repetition.stock_empathy: an apology, "
+                             "acknowledgement or validation the bot says the same way in many "
+                             "conversations (\"I understand your frustration\"). ",
+                             data["stock_empathy"])]
     if data["formulas"]:
         out.append(Panel("plot-formulas", "Top stock empathy formulas",
                          "Share of the bot's recent replies that use the formula.",
@@ -110,11 +117,9 @@ def panels(data: dict[str, Any]) -> list[Panel]:
     out.append(_mechanisms(data))
     out += [_harm(data, h) for h in HARM_TITLES]
     out += _formulaic(data)
-    out.append(_groups("plot-near-duplicates", "Near-duplicate replies per bot",
-                       "Share of replies flagged as a near copy of an earlier one. "
-                       + INTERVALS.format(level=_level(data), method="Wilson"),
-                       data["near_duplicates"],
-                       lambda g: figs.paired(g, "repetition", figs.SHARE, "% of replies")))
+    out.append(_repetition_share(data, "plot-near-duplicates", "Near-duplicate replies per bot",
+                                 "Share of replies flagged as a near copy of an earlier one. ",
+                                 data["near_duplicates"]))
     if data["templates"]:
         out.append(Panel("plot-templates", "Tactic templaticity",
                          "The most common tactic sequences and their share of the bot's replies.",
