@@ -7,6 +7,7 @@ from sqlalchemy import pool
 
 from pipeline.store.db import make_engine
 from pipeline.store.models import Base
+from pipeline.store.partitions import include_name
 
 config = context.config
 target_metadata = Base.metadata
@@ -18,6 +19,7 @@ def run_migrations_offline() -> None:
         target_metadata=target_metadata,
         literal_binds=True,
         render_as_batch=True,
+        include_name=include_name,
     )
     with context.begin_transaction():
         context.run_migrations()
@@ -37,7 +39,7 @@ def run_migrations_online() -> None:
 def _run(connection) -> None:  # type: ignore[no-untyped-def]
     # render_as_batch: SQLite cannot ALTER most things; batch mode copies the table instead.
     context.configure(connection=connection, target_metadata=target_metadata,
-                      render_as_batch=True, compare_type=True)
+                      render_as_batch=True, compare_type=True, include_name=include_name)
     with context.begin_transaction():
         context.run_migrations()
 
