@@ -14,13 +14,15 @@ from pipeline.cli.context import Ctx, pass_ctx
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--markdown", "markdown", is_flag=True, help="Print the BENCHMARKS.md page.")
 @click.option("--turns", type=int, default=None,
-              help="Turns in the measured corpus [default: 5000; 300 with --quick].")
+              help="Turns in the measured corpus [default: 5000; 300 with --quick; 100000 "
+                   "with --store].")
 @click.option("--file", "file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=None,
               help="Turns to measure on: chatmon events (JSON Lines) or conversations in the "
                    "cs-transcripts replay format. Default: ../shared/evaldata/cs-transcripts/"
                    "replay_turns.jsonl when present, else the example transcripts.")
-@click.option("--batch-size", type=int, default=None, help="Turns per batch (settings default).")
+@click.option("--batch-size", type=int, default=None,
+              help="Turns per batch (settings default; with --store: per Sink.write).")
 @click.option("--detectors", default=None,
               help="Comma-separated detectors (default: every enabled detector).")
 @click.option("--naive-turns", type=int, default=500, show_default=True,
@@ -52,12 +54,26 @@ from pipeline.cli.context import Ctx, pass_ctx
               help="With --hostile: characters per text.")
 @click.option("--kinds", default=None,
               help="With --hostile: comma-separated text shapes (default: all of them).")
+@click.option("--store", is_flag=True,
+              help="Instead: the store at scale on PostgreSQL (pipeline.bench.store): a database "
+                   "of its own (dropped at the end) filled through the sink with --turns turns "
+                   "of a real run's findings over four weeks; times the fill, every weekly-"
+                   "dashboard query over 12 weeks, `chatmon report` (and its peak RSS) and "
+                   "`purge --expired` of the oldest week.")
+@click.option("--postgres-url", envvar="CHATMON_TEST_POSTGRES_URL",
+              default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres",
+              show_default=True,
+              help="With --store: the server to create the bench database on "
+                   "(CHATMON_TEST_POSTGRES_URL).")
+@click.option("--fill-workers", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="With --store: processes writing the fill (the rate is given per process).")
 @pass_ctx
 def bench_cmd(obj: Ctx, as_json: bool, markdown: bool, turns: int | None, file: Path | None,
               batch_size: int | None, detectors: str | None, naive_turns: int,
               no_per_detector: bool, no_cached: bool, quick: bool, transformer: bool,
               kafka: bool, kafka_workers: int, kafka_rate: float, tansu: bool, hostile: bool,
-              chars: int, kinds: str | None) -> None:
+              chars: int, kinds: str | None, store: bool, postgres_url: str,
+              fill_workers: int) -> None:
     """Run the full pipeline on fresh text (every cache of seen text off: the headline), the
     same with caches on, the example transcripts repeated with caches on (stock text
     recurring), each detector alone and a naive baseline, each in a fresh process against a
@@ -67,6 +83,9 @@ def bench_cmd(obj: Ctx, as_json: bool, markdown: bool, turns: int | None, file: 
 
     if hostile:
         _hostile(obj, turns or 20, chars, kinds, detectors, as_json)
+        return
+    if store:
+        _store(obj, turns or 100_000, postgres_url, fill_workers, batch_size, as_json)
         return
     turns = turns or (300 if quick else 5000)
     if kafka:
@@ -114,6 +133,22 @@ def _kafka(obj: Ctx, turns: int, workers: int, rate: float, tansu: bool,
                 update={"kafka_bootstrap": stack.enter_context(kbench.tansu())})
         click.echo(json.dumps(kbench.bench_kafka(settings, turns, rate, workers, file),
                               indent=2))
+
+
+def _store(obj: Ctx, turns: int, server_url: str, workers: int, batch_size: int | None,
+           as_json: bool) -> None:
+    import signal
+    import sys
+
+    from pipeline.bench.store import render, run_store_bench
+
+    if turns < 1:
+        raise click.BadParameter("at least 1", param_hint="--turns")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # drop the database on TERM too
+    result = run_store_bench(turns, server_url, workers,
+                             batch_size or obj.settings().batch_size,
+                             progress=lambda msg: click.echo(msg, err=True))
+    click.echo(json.dumps(result, indent=2) if as_json else render(result))
 
 
 def _hostile(obj: Ctx, turns: int, chars: int, kinds: str | None, detectors: str | None,
