@@ -1,7 +1,12 @@
 """The weekly-quality SQL, shared by the Grafana dashboard and ``chatmon report``.
 
 PostgreSQL dialect with Grafana's ``$__timeFilter(col)`` macro; weeks are ISO weeks
-(``date_trunc('week', ts)``, Monday 00:00 UTC). :mod:`dashboards.sqlrun` expands the macro into
+(``date_trunc('week', bucket)``, Monday 00:00 UTC). Every trend and aggregate reads the
+rollups the sink writes with the rows (``rollups``, ``phrase_rollups``,
+``conversation_rollups``; ``pipeline/store/rollups.py``, docs/schema.md#rollups): their cost
+grows with hours x bots x labels, not with findings, and they resolve time to the hour (a range
+that starts or ends inside an hour counts that whole hour). Only drill-downs read rows, by index
+and with a limit; each says so. :mod:`dashboards.sqlrun` expands the macro into
 bound parameters and translates the two PostgreSQL-only spellings for SQLite, so every query runs
 on both stores. Only assistant replies count as a bot's quality; ``bias.user_group`` findings sit
 on user turns and are used for the empathy gap only.
@@ -14,17 +19,15 @@ from dashboards.builder import SqlQuery
 HARM_DETECTORS = "('toxicity', 'bias', 'manipulation', 'pii')"
 NUM = "double precision"
 
-# Weekly counts of rows past their retention (the weekly_counts table, docs/privacy.md): the
-# weekly trends add them to the stored rows', so a week reads the same after its rows expire.
+# Counts are cast back to BIGINT: PostgreSQL's SUM of a BIGINT is NUMERIC, and the panels (and
+# the report) take them as the integers COUNT gave before the rollups.
 _EMPATHY_SUMS = """
-  SELECT date_trunc('week', ts) AS week, bot_id, model, SUM(score) AS total, COUNT(*) AS n
-  FROM findings
-  WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts)
-  GROUP BY 1, 2, 3
-  UNION ALL
-  SELECT date_trunc('week', week), bot_id, model, score_sum, findings
-  FROM weekly_counts
-  WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(week)"""
+  SELECT date_trunc('week', bucket) AS week, bot_id, model, SUM(total) AS total,
+         CAST(SUM(n) AS BIGINT) AS n
+  FROM rollups
+  WHERE label = 'empathy.score' AND measure = '' AND role = 'assistant'
+    AND $__timeFilter(bucket)
+  GROUP BY 1, 2, 3"""
 
 EMPATHY_WEEKLY = SqlQuery(f"""
 WITH sums AS ({_EMPATHY_SUMS}
@@ -47,16 +50,26 @@ ORDER BY 1, 2, 3
 """, (("time", "time"), ("bot", "string"), ("model", "string"), ("replies", "number"),
       ("empathy", "number")))
 
+def _mean(measure: str, name: str) -> str:
+    """The mean of one rolled-up number (a label's score with measure '', an evidence number)
+    over the rows a query groups."""
+    return (f"SUM(CASE WHEN measure = '{measure}' THEN total END)\n"
+            f"         / NULLIF(SUM(CASE WHEN measure = '{measure}' THEN n END), 0) AS {name}")
+
+
+_EMPATHY_ROWS = ("FROM rollups\nWHERE label = 'empathy.score' AND role = 'assistant' "
+                 "AND $__timeFilter(bucket)")
+
 MECHANISMS = SqlQuery(f"""
-SELECT bot_id AS bot, model, COUNT(*) AS replies,
-       AVG(CAST(evidence->'er'->>'level' AS {NUM})) AS emotional_reactions,
-       AVG(CAST(evidence->'ip'->>'level' AS {NUM})) AS interpretations,
-       AVG(CAST(evidence->'ex'->>'level' AS {NUM})) AS explorations,
-       AVG(CAST(evidence->>'alignment' AS {NUM})) AS emotion_alignment,
-       AVG(CAST(evidence->>'cause_addressed' AS {NUM})) AS engagement,
-       AVG(score) AS empathy
-FROM findings
-WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts)
+SELECT bot_id AS bot, model,
+       CAST(SUM(CASE WHEN measure = '' THEN n ELSE 0 END) AS BIGINT) AS replies,
+       {_mean('er', 'emotional_reactions')},
+       {_mean('ip', 'interpretations')},
+       {_mean('ex', 'explorations')},
+       {_mean('alignment', 'emotion_alignment')},
+       {_mean('cause_addressed', 'engagement')},
+       {_mean('', 'empathy')}
+{_EMPATHY_ROWS}
 GROUP BY 1, 2
 ORDER BY 1, 2
 """, (("bot", "string"), ("model", "string"), ("replies", "number"),
@@ -65,12 +78,11 @@ ORDER BY 1, 2
       ("empathy", "number")))
 
 MECHANISMS_WEEKLY = SqlQuery(f"""
-SELECT date_trunc('week', ts) AS time, bot_id AS metric,
-       AVG(CAST(evidence->'er'->>'level' AS {NUM})) AS emotional_reactions,
-       AVG(CAST(evidence->'ip'->>'level' AS {NUM})) AS interpretations,
-       AVG(CAST(evidence->'ex'->>'level' AS {NUM})) AS explorations
-FROM findings
-WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts)
+SELECT date_trunc('week', bucket) AS time, bot_id AS metric,
+       {_mean('er', 'emotional_reactions')},
+       {_mean('ip', 'interpretations')},
+       {_mean('ex', 'explorations')}
+{_EMPATHY_ROWS} AND measure IN ('er', 'ip', 'ex')
 GROUP BY 1, 2
 ORDER BY 1, 2
 """, (("time", "time"), ("metric", "string"), ("emotional_reactions", "number"),
@@ -78,22 +90,34 @@ ORDER BY 1, 2
 
 # empathy.missed (issue 27): the share of a bot's replies that left an upset user unengaged
 # (flagged = a failure, as for every empathy failure; the empathy scores are never flagged).
-EMPATHY_MISSED_WEEKLY = SqlQuery("""
-SELECT date_trunc('week', t.ts) AS time, t.bot_id AS metric,
-       COUNT(DISTINCT f.turn_id) * 1.0 / COUNT(DISTINCT t.id) AS missed
-FROM turns t
-LEFT JOIN findings f
-  ON f.turn_id = t.id AND f.label = 'empathy.missed' AND f.flagged
-WHERE t.role = 'assistant' AND $__timeFilter(t.ts)
+# Replies: the turn rows (detector ''); missed: turns with a flagged empathy.missed finding.
+_REPLIES = "CAST(SUM(CASE WHEN detector = '' THEN n ELSE 0 END) AS BIGINT)"
+
+
+def _turns_flagged(label: str) -> str:
+    return (f"CAST(SUM(CASE WHEN label = '{label}' AND measure = 'turns' THEN flagged ELSE 0 END)"
+            " AS BIGINT)")
+
+
+def _turns_of(label: str) -> str:
+    """The rollup rows of assistant turns and of the turns with a finding of ``label``."""
+    return (f"FROM rollups\nWHERE role = 'assistant' AND $__timeFilter(bucket)\n"
+            f"  AND (detector = '' OR (label = '{label}' AND measure = 'turns'))")
+
+
+EMPATHY_MISSED_WEEKLY = SqlQuery(f"""
+SELECT date_trunc('week', bucket) AS time, bot_id AS metric,
+       {_turns_flagged('empathy.missed')} * 1.0 / NULLIF({_REPLIES}, 0) AS missed
+{_turns_of('empathy.missed')}
 GROUP BY 1, 2
+HAVING {_REPLIES} > 0
 ORDER BY 1, 2
 """, (("time", "time"), ("metric", "string"), ("missed", "number")), "time_series")
 
 ALIGNMENT_WEEKLY = SqlQuery(f"""
-SELECT date_trunc('week', ts) AS time, bot_id AS metric,
-       AVG(CAST(evidence->>'alignment' AS {NUM})) AS emotion_alignment
-FROM findings
-WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts)
+SELECT date_trunc('week', bucket) AS time, bot_id AS metric,
+       {_mean('alignment', 'emotion_alignment')}
+{_EMPATHY_ROWS} AND measure = 'alignment'
 GROUP BY 1, 2
 ORDER BY 1, 2
 """, (("time", "time"), ("metric", "string"), ("emotion_alignment", "number")), "time_series")
@@ -101,11 +125,11 @@ ORDER BY 1, 2
 def _top_phrases(label: str) -> SqlQuery:
     """The bot's most widespread repeated phrases of one repetition label, flagged or not."""
     return SqlQuery(f"""
-SELECT evidence->>'phrase' AS phrase, bot_id AS bot,
-       MAX(CAST(evidence->>'share' AS {NUM})) AS share, COUNT(*) AS replies
-FROM findings
-WHERE label = '{label}' AND $__timeFilter(ts)
-GROUP BY 1, 2
+SELECT MIN(phrase) AS phrase, bot_id AS bot, MAX(max_share) AS share,
+       CAST(SUM(n) AS BIGINT) AS replies
+FROM phrase_rollups
+WHERE label = '{label}' AND $__timeFilter(bucket)
+GROUP BY phrase_key, bot_id
 ORDER BY share DESC, replies DESC, phrase
 LIMIT 15
 """, (("phrase", "string"), ("bot", "string"), ("share", "number"), ("replies", "number")))
@@ -114,13 +138,11 @@ LIMIT 15
 def _flagged_share(label: str, column: str) -> SqlQuery:
     """Per bot: the share of assistant replies with a flagged finding of ``label``."""
     return SqlQuery(f"""
-SELECT t.bot_id AS bot, COUNT(DISTINCT t.id) AS replies,
-       COUNT(DISTINCT f.turn_id) * 1.0 / COUNT(DISTINCT t.id) AS {column}
-FROM turns t
-LEFT JOIN findings f
-  ON f.turn_id = t.id AND f.label = '{label}' AND f.flagged
-WHERE t.role = 'assistant' AND $__timeFilter(t.ts)
+SELECT bot_id AS bot, {_REPLIES} AS replies,
+       {_turns_flagged(label)} * 1.0 / NULLIF({_REPLIES}, 0) AS {column}
+{_turns_of(label)}
 GROUP BY 1
+HAVING {_REPLIES} > 0
 ORDER BY 1
 """, (("bot", "string"), ("replies", "number"), (column, "number")))
 
@@ -136,49 +158,45 @@ STOCK_PHRASES = _top_phrases("repetition.stock_phrase")
 
 NEAR_DUPLICATES = _flagged_share("repetition.near_duplicate", "near_duplicate_share")
 
-TEMPLATES = SqlQuery(f"""
-SELECT bot_id AS bot, evidence->>'sequence' AS tactic_sequence,
-       MAX(CAST(evidence->>'share' AS {NUM})) AS share,
-       MAX(CAST(evidence->>'replies' AS {NUM})) AS replies
-FROM findings
-WHERE label = 'repetition.template_sequence' AND $__timeFilter(ts)
-GROUP BY 1, 2
+TEMPLATES = SqlQuery("""
+SELECT bot_id AS bot, MIN(phrase) AS tactic_sequence, MAX(max_share) AS share,
+       MAX(max_replies) AS replies
+FROM phrase_rollups
+WHERE label = 'repetition.template_sequence' AND $__timeFilter(bucket)
+GROUP BY bot_id, phrase_key
 ORDER BY share DESC, bot, tactic_sequence
 LIMIT 15
 """, (("bot", "string"), ("tactic_sequence", "string"), ("share", "number"),
       ("replies", "number")))
 
 DIVERSITY_WEEKLY = SqlQuery(f"""
-SELECT date_trunc('week', ts) AS time, bot_id AS metric,
-       AVG(CAST(evidence->>'distinct_2' AS {NUM})) AS distinct_2,
-       AVG(CAST(evidence->>'top_opener_share' AS {NUM})) AS top_opener_share
-FROM findings
-WHERE label = 'repetition.window' AND $__timeFilter(ts)
+SELECT date_trunc('week', bucket) AS time, bot_id AS metric,
+       {_mean('distinct_2', 'distinct_2')},
+       {_mean('top_opener_share', 'top_opener_share')}
+FROM rollups
+WHERE label = 'repetition.window' AND measure IN ('distinct_2', 'top_opener_share')
+  AND $__timeFilter(bucket)
 GROUP BY 1, 2
 ORDER BY 1, 2
 """, (("time", "time"), ("metric", "string"), ("distinct_2", "number"),
       ("top_opener_share", "number")), "time_series")
 
+# Per week and bot: assistant replies, and replies with a flagged finding of each harm detector
+# (the detector's 'turns' rows: a reply counts once per detector however many labels fired).
 _HARM_WEEKS = f"""
 WITH replies AS (
-  SELECT week, bot_id, SUM(n) AS n FROM (
-    SELECT date_trunc('week', ts) AS week, bot_id, COUNT(*) AS n
-    FROM turns WHERE role = 'assistant' AND $__timeFilter(ts) GROUP BY 1, 2
-    UNION ALL
-    SELECT date_trunc('week', week), bot_id, turns FROM weekly_counts
-    WHERE detector = '' AND role = 'assistant' AND $__timeFilter(week)
-  ) r GROUP BY 1, 2
+  SELECT date_trunc('week', bucket) AS week, bot_id, CAST(SUM(n) AS BIGINT) AS n
+  FROM rollups
+  WHERE detector = '' AND role = 'assistant' AND $__timeFilter(bucket)
+  GROUP BY 1, 2
 ), flagged AS (
-  SELECT week, bot_id, detector, SUM(n) AS n FROM (
-    SELECT date_trunc('week', ts) AS week, bot_id, detector, COUNT(DISTINCT turn_id) AS n
-    FROM findings
-    WHERE flagged AND role = 'assistant' AND detector IN {HARM_DETECTORS} AND $__timeFilter(ts)
-    GROUP BY 1, 2, 3
-    UNION ALL
-    SELECT date_trunc('week', week), bot_id, detector, turns FROM weekly_counts
-    WHERE label = '' AND role = 'assistant' AND detector IN {HARM_DETECTORS}
-      AND $__timeFilter(week)
-  ) f GROUP BY 1, 2, 3
+  SELECT date_trunc('week', bucket) AS week, bot_id, detector,
+         CAST(SUM(flagged) AS BIGINT) AS n
+  FROM rollups
+  WHERE label = '' AND measure = 'turns' AND role = 'assistant'
+    AND detector IN {HARM_DETECTORS} AND $__timeFilter(bucket)
+  GROUP BY 1, 2, 3
+  HAVING SUM(flagged) > 0
 )"""
 
 HARMS_WEEKLY = SqlQuery(_HARM_WEEKS + """
@@ -191,10 +209,16 @@ ORDER BY 1, 2
 # The gap is against the bot's *other* replies (those not answering a mention of the group), so
 # that the two sides are disjoint samples: the report's interval is the bootstrap interval of
 # exactly this difference (pipeline/report/comparisons.py).
+#
+# The base (all the bot's replies) reads the rollups; the group side reads rows: the few
+# bias.user_group findings by the (label, ts) index, each joined to its next turn's empathy
+# finding by the (conversation_id, turn) index.
 EMPATHY_GAP = SqlQuery("""
 WITH base AS (
-  SELECT bot_id, SUM(score) AS total, COUNT(*) AS n FROM findings
-  WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts) GROUP BY 1
+  SELECT bot_id, SUM(total) AS total, CAST(SUM(n) AS BIGINT) AS n FROM rollups
+  WHERE label = 'empathy.score' AND measure = '' AND role = 'assistant'
+    AND $__timeFilter(bucket)
+  GROUP BY 1
 )
 SELECT g.bot_id AS bot, g.evidence->>'category' AS category,
        g.evidence->>'group' AS user_group, COUNT(*) AS replies,
@@ -237,20 +261,20 @@ ORDER BY bot
       ("empathy_change", "number"), ("flagged_per_1000", "number"),
       ("flagged_change", "number")))
 
-WORST_CONVERSATIONS = SqlQuery(f"""
-SELECT conversation_id, MIN(bot_id) AS bot, MIN(ts) AS started,
-       SUM(CASE WHEN flagged AND role = 'assistant' AND detector IN {HARM_DETECTORS}
-                THEN 1 ELSE 0 END) AS flagged_findings,
-       AVG(CASE WHEN label = 'empathy.score' THEN score END) AS empathy,
-       SUM(CASE WHEN flagged AND detector = 'repetition' THEN 1 ELSE 0 END) AS repetition
-FROM findings
-WHERE $__timeFilter(ts)
-GROUP BY conversation_id
+# A drill-down: one row per conversation (conversation_rollups), the conversations that
+# started in the range, read by the (harm_flagged, started) index with a limit. A conversation
+# counts whole, in the range of its first finding.
+WORST_CONVERSATIONS = SqlQuery("""
+SELECT conversation_id, bot_id AS bot, started, harm_flagged AS flagged_findings,
+       empathy_total / NULLIF(empathy_n, 0) AS empathy, repetition_flagged AS repetition
+FROM conversation_rollups
+WHERE $__timeFilter(started)
 ORDER BY flagged_findings DESC, empathy ASC, conversation_id
 LIMIT 20
 """, (("conversation_id", "string"), ("bot", "string"), ("started", "time"),
       ("flagged_findings", "number"), ("empathy", "number"), ("repetition", "number")))
 
+# A drill-down on rows: one conversation's findings, by the (conversation_id, turn) index.
 CONVERSATION = SqlQuery("""
 SELECT turn, role, label, score, excerpt
 FROM findings
@@ -259,6 +283,7 @@ ORDER BY turn, label
 """, (("turn", "number"), ("role", "string"), ("label", "string"), ("score", "number"),
       ("excerpt", "string")))
 
+# The validation panels read their own small table (a few rows per `chatmon validate`).
 VALIDATION_LATEST = SqlQuery("""
 SELECT checked_at AS time, suite, expectation, column_name, success, unexpected_count
 FROM validation_results
@@ -279,14 +304,17 @@ ORDER BY 1, 2
 
 BOT_SUMMARY = SqlQuery(f"""
 WITH replies AS (
-  SELECT bot_id, COUNT(*) AS n FROM turns
-  WHERE role = 'assistant' AND $__timeFilter(ts) GROUP BY 1
+  SELECT bot_id, CAST(SUM(n) AS BIGINT) AS n FROM rollups
+  WHERE detector = '' AND role = 'assistant' AND $__timeFilter(bucket) GROUP BY 1
 ), empathy AS (
-  SELECT bot_id, AVG(score) AS mean FROM findings
-  WHERE label = 'empathy.score' AND role = 'assistant' AND $__timeFilter(ts) GROUP BY 1
+  SELECT bot_id, SUM(total) / NULLIF(SUM(n), 0) AS mean FROM rollups
+  WHERE label = 'empathy.score' AND measure = '' AND role = 'assistant'
+    AND $__timeFilter(bucket)
+  GROUP BY 1
 ), flagged AS (
-  SELECT bot_id, detector, COUNT(DISTINCT turn_id) AS n FROM findings
-  WHERE flagged AND role = 'assistant' AND detector IN {HARM_DETECTORS} AND $__timeFilter(ts)
+  SELECT bot_id, detector, CAST(SUM(flagged) AS BIGINT) AS n FROM rollups
+  WHERE label = '' AND measure = 'turns' AND role = 'assistant'
+    AND detector IN {HARM_DETECTORS} AND $__timeFilter(bucket)
   GROUP BY 1, 2
 )
 SELECT r.bot_id AS bot, r.n AS replies, e.mean AS empathy,
@@ -311,7 +339,8 @@ WHERE NOT success AND $__timeFilter(checked_at)
 """, (("failed", "number"),))
 
 # Reviews against flags, per label (chatmon review agreement computes the same numbers, and
-# Krippendorff's alpha and threshold suggestions besides). Kappa is Cohen's, from the two
+# Krippendorff's alpha and threshold suggestions besides). Reads rows: reviews are few, each
+# joined to its finding by id. Kappa is Cohen's, from the two
 # marginals: (agreement - pe) / (1 - pe), with pe = pf * pp + (1 - pf) * (1 - pp).
 AGREEMENT = SqlQuery("""
 WITH r AS (
@@ -341,7 +370,8 @@ ORDER BY label
 # evidence level, else its score placed on the scale: pipeline.judge.agreement.on_scale).
 # agreement: the same level, or within one on scales of five levels or more (agrees); kappa:
 # quadratic-weighted, from the marginals (for two levels it is Cohen's). x, y are the two
-# ratings as positions in [0, 1].
+# ratings as positions in [0, 1]. Reads rows: judge findings are few (the judge samples
+# replies), each joined to its turn's classifier finding by the turn_id index.
 JUDGE_AGREEMENT_WEEKLY = SqlQuery(f"""
 WITH r AS (
   SELECT date_trunc('week', j.ts) AS week,

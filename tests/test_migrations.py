@@ -11,7 +11,8 @@ from sqlalchemy import create_engine, inspect
 from pipeline.store import db
 from pipeline.store.models import Base
 
-TABLES = {"turns", "findings", "dead_letters", "runs", "deletions", "purges", "weekly_counts"}
+TABLES = {"turns", "findings", "dead_letters", "runs", "deletions", "purges", "rollups",
+          "phrase_rollups", "conversation_rollups"}
 
 
 def test_single_head() -> None:

@@ -1,6 +1,6 @@
 """``chatmon purge`` on the store, SQLite and PostgreSQL: expiry per tenant leaves exactly the
-rows inside each tenant's window and the weekly trends unchanged (the counts outlive the
-rows); a conversation, a tenant or a bot goes from every table; deletion records refuse the
+rows inside each tenant's window and the weekly trends unchanged (the rollups outlive the
+rows); a conversation, a tenant or a bot goes from every table, rollups included; deletion records refuse the
 old rows for good; the audit log says what went; dry runs count the same rows."""
 
 from __future__ import annotations
@@ -24,8 +24,10 @@ from pipeline.store.models import (
     DeletionRow,
     FindingRow,
     ReviewRow,
+    ConversationRollupRow,
+    PhraseRollupRow,
+    RollupRow,
     TurnRow,
-    WeeklyCountRow,
 )
 from pipeline.store.sink import Sink, stable_id
 from tests.dashboards.seed import END, START, rows, seed_store
@@ -101,10 +103,12 @@ def test_expiry_leaves_exactly_each_tenants_window_and_the_trends(engine: Engine
     assert result.rows["findings"] > 0 and result.rows["reviews"] > 0
     assert result.rows["dead_letters"] == 3
     with engine.connect() as conn:
-        rolled = conn.execute(select(func.sum(WeeklyCountRow.turns)).where(
-            WeeklyCountRow.detector == "")).scalar_one()
-    assert rolled == result.rows["turns"]
-    assert trends(engine) == before  # the weekly trends read the counts for the gone rows
+        rolled = conn.execute(select(func.sum(RollupRow.n)).where(
+            RollupRow.detector == "")).scalar_one()
+        conversations = conn.execute(select(ConversationRollupRow.conversation_id)).scalars()
+        assert set(conversations) == ids(engine, FindingRow.conversation_id)
+    assert rolled == 360  # expiry leaves the rollups: they count the gone rows too
+    assert trends(engine) == before  # the weekly trends read the rollups
 
     (log,) = purge_log(engine)
     assert (log["id"], log["scope"], log["status"]) == (result.purge_id, EXPIRED, "done")
@@ -173,8 +177,10 @@ def _finding(turn: dict[str, Any], evidence: dict[str, Any]) -> dict[str, Any]:
 def test_tenant_and_bot_purges(engine: Engine, scope: str, name: str, column: Any,
                                dead_gone: set[str]) -> None:
     Purger(engine, "expiry").run(Request(EXPIRED, retention=RETENTION), now=NOW)
-    counts_column = WeeklyCountRow.tenant if scope == TENANT else WeeklyCountRow.bot_id
-    assert name in ids(engine, counts_column)
+    owner = "tenant" if scope == TENANT else "bot_id"
+    rollup_columns = [m.__table__.c[owner] for m in (RollupRow, PhraseRollupRow,
+                                                      ConversationRollupRow)]
+    assert all(name in ids(engine, c) for c in rollup_columns)
     fresh = {"a": ("conv-0089", "{}"),  # a globex conversation (care-c) still stored
              "b": (None, '{"conversation_id": "x", "tenant": "globex"'),
              "c": (None, '{"bot_id":"care-c"}'), "d": (None, '{"tenant": "acme"}')}
@@ -188,8 +194,10 @@ def test_tenant_and_bot_purges(engine: Engine, scope: str, name: str, column: An
         Request(scope, tenant=name if scope == TENANT else None,
                 bot=name if scope == BOT else None))
     assert name not in ids(engine, column) and ids(engine, column) == others
-    assert name not in ids(engine, counts_column)
-    assert result.rows["turns"] > 0 and result.rows["weekly_counts"] > 0
+    assert not any(name in ids(engine, c) for c in rollup_columns)
+    assert all(others <= ids(engine, c) for c in rollup_columns[:1])
+    assert result.rows["turns"] > 0 and result.rows["rollups"] > 0
+    assert result.rows["phrase_rollups"] > 0 and result.rows["conversation_rollups"] > 0
     assert turns_before - result.rows["turns"] == len(ids(engine, TurnRow.id))
     assert set(fresh) - ids(engine, DeadLetterRow.id) == dead_gone
     with engine.connect() as conn:

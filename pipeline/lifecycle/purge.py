@@ -3,11 +3,13 @@ tenant, a bot). ``chatmon purge``, ``DELETE /v1/conversations/{id}`` and the sch
 of ``serve`` and ``worker`` all run :class:`Purger`.
 
 Turns go in batches of ``batch_size``, each batch one transaction that deletes its reviews,
-findings and turns (children first, so every table's count is exact), after adding expired
-rows to ``weekly_counts`` (``rollup.py``). A batch is found through an index: turns by
-(tenant, ts) for expiry and tenants, (bot_id, ts) for bots, (conversation_id, turn) for
-conversations. On PostgreSQL the batch's turns are locked ``FOR UPDATE SKIP LOCKED``, so
-several workers' scheduled expiries share the work instead of counting rows twice.
+findings and turns (children first, so every table's count is exact); a conversation's rows
+are taken out of the rollups in the same transaction (``rollup.py``), a tenant's or bot's
+rollups go with it, and expiry leaves the counts (they outlive the rows). A batch is found
+through an index: turns by (tenant, ts) for expiry and tenants, (bot_id, ts) for bots,
+(conversation_id, turn) for conversations. On PostgreSQL the batch's turns are locked ``FOR
+UPDATE SKIP LOCKED``, so several workers' purges share the work instead of counting rows
+twice.
 
 A request purge first records the deletion (``pipeline/store/deletions.py``) and then deletes,
 so an event arriving meanwhile is either deleted with the rest or refused by the sink.
@@ -29,7 +31,7 @@ from pipeline.lifecycle.audit import Audit
 from pipeline.lifecycle.retention import Retention
 from pipeline.store import deletions
 from pipeline.store.deletions import BOT, CONVERSATION, TENANT, conversation_key, write_txn
-from pipeline.store.models import DeadLetterRow, FindingRow, ReviewRow, TurnRow, WeeklyCountRow
+from pipeline.store.models import DeadLetterRow, FindingRow, ReviewRow, TurnRow
 from pipeline.store.sink import store_error
 
 EXPIRED = "expired"
@@ -131,8 +133,10 @@ class Purger:
     def _expire(self, result: PurgeResult, audit: Audit) -> None:
         for tenant, cut in result.cutoffs.items():
             when = datetime.fromisoformat(cut)
-            self._batches((TurnRow.tenant == tenant) & (TurnRow.ts < when), result.rows, audit,
-                          rolled=True)
+            self._batches((TurnRow.tenant == tenant) & (TurnRow.ts < when), result.rows, audit)
+            with write_txn(self.engine) as conn:
+                n = rollup.expire_conversations(conn, tenant, when)
+            self._count_rows(result.rows, "conversation_rollups", EXPIRED, n)
         dead = result.dead_letter_cutoff
         if dead is not None:
             self._dead_letter_batches(DeadLetterRow.created_at < datetime.fromisoformat(dead),
@@ -166,11 +170,14 @@ class Purger:
     def _delete_request(self, request: Request, rows: Counter[str], audit: Audit) -> None:
         if request.scope == CONVERSATION:
             for chunk in scope.chunks(request.conversations):
-                self._batches(TurnRow.conversation_id.in_(chunk), rows, audit, request.scope)
+                self._batches(TurnRow.conversation_id.in_(chunk), rows, audit, request.scope,
+                              subtract=True)
                 self._dead_letter_batches(scope.dead_letters_of(chunk), rows, audit, request.scope)
                 self._scrub_evidence(chunk, rows)
                 with write_txn(self.engine) as conn:
-                    for table, n in _by_conversation(conn, chunk, dead_letters=False).items():
+                    got = _by_conversation(conn, chunk, dead_letters=False)
+                    got["conversation_rollups"] = rollup.drop_conversations(conn, chunk)
+                    for table, n in got.items():
                         self._count_rows(rows, table, request.scope, n)
             return
         column, name = ((TurnRow.tenant, request.tenant) if request.scope == TENANT
@@ -178,17 +185,18 @@ class Purger:
         self._batches(column == name, rows, audit, request.scope, dead_letters=True)
         field_name = "tenant" if request.scope == TENANT else "bot_id"
         self._dead_letter_batches(scope.naming(field_name, str(name)), rows, audit, request.scope)
-        counts = WeeklyCountRow.tenant if request.scope == TENANT else WeeklyCountRow.bot_id
         with write_txn(self.engine) as conn:
-            n = conn.execute(delete(WeeklyCountRow).where(counts == name)).rowcount or 0
-        self._count_rows(rows, "weekly_counts", request.scope, n)
+            got = rollup.drop_owner(conn, field_name, str(name))
+        for table, n in got.items():
+            self._count_rows(rows, table, request.scope, n)
         audit.progress(rows)
 
     # -- the batches -----------------------------------------------------------------------------
     def _batches(self, where: Any, rows: Counter[str], audit: Audit, reason: str = EXPIRED,
-                 rolled: bool = False, dead_letters: bool = False) -> None:
+                 subtract: bool = False, dead_letters: bool = False) -> None:
         """Delete the turns matching ``where`` with their findings and reviews, a batch per
-        transaction (and the dead letters of their conversations with ``dead_letters``)."""
+        transaction (and the dead letters of their conversations with ``dead_letters``;
+        with ``subtract``, their contributions to the rollups)."""
         while True:
             q = select(TurnRow.id, TurnRow.conversation_id).where(where).limit(self.batch_size)
             if self.postgres:
@@ -198,7 +206,7 @@ class Purger:
                     batch = conn.execute(q).all()
                     if not batch:
                         return
-                    got = self._delete_turns(conn, [r.id for r in batch], rolled)
+                    got = self._delete_turns(conn, [r.id for r in batch], subtract)
                     if dead_letters:  # a tenant's or bot's: by their conversations
                         got.update(_by_conversation(conn, sorted({r.conversation_id
                                                                   for r in batch})))
@@ -210,12 +218,12 @@ class Purger:
             if len(batch) < self.batch_size:
                 return
 
-    def _delete_turns(self, conn: Connection, ids: list[str], rolled: bool) -> Counter[str]:
-        """Delete the turns ``ids``, their findings and their reviews; with ``rolled``, add
-        what went to the weekly counts (from the rows the deletes return)."""
+    def _delete_turns(self, conn: Connection, ids: list[str], subtract: bool) -> Counter[str]:
+        """Delete the turns ``ids``, their findings and their reviews; with ``subtract``, take
+        what went out of the rollups (from the rows the deletes return)."""
         dialect = conn.dialect.name
         of_turns = scope.among(FindingRow.turn_id, ids, dialect)
-        columns = rollup.FINDING_COLUMNS if rolled else (FindingRow.id,)
+        columns = rollup.FINDING_COLUMNS if subtract else (FindingRow.id,)
         if dialect == "postgresql":
             found, reviews = _findings_and_reviews(conn, of_turns, columns)
         else:
@@ -223,9 +231,9 @@ class Purger:
                 select(FindingRow.id).where(of_turns)))).rowcount or 0
             found = conn.execute(delete(FindingRow).where(of_turns).returning(*columns)).all()
         turns = delete(TurnRow).where(scope.among(TurnRow.id, ids, dialect))
-        if rolled:
+        if subtract:
             gone = conn.execute(turns.returning(*rollup.TURN_COLUMNS)).all()
-            rollup.add(conn, rollup.counts(gone, found))
+            rollup.subtract(conn, gone, found)
             n_turns = len(gone)
         else:
             n_turns = conn.execute(turns).rowcount or 0

@@ -1,78 +1,66 @@
-"""Counts that outlive retention (the ``weekly_counts`` table).
+"""The purges' side of the rollups (``pipeline/store/rollups.py``, docs/privacy.md).
 
-When a batch of expired turns is deleted, what it adds to each ISO week (Monday 00:00 UTC),
-tenant, bot, model and role is added to ``weekly_counts``, in the same transaction:
+- Deletion of a conversation on request takes its rows' contributions out of ``rollups`` and
+  ``phrase_rollups`` (from the rows the batch's ``DELETE ... RETURNING`` hands back, so exactly
+  what went, read once) and deletes its ``conversation_rollups`` row.
+- Deletion of a tenant or a bot deletes their rows of all three tables.
+- Retention leaves ``rollups`` and ``phrase_rollups`` as they are: counts outlive the rows (the
+  ``weekly_counts`` of before issue 41, kept per hour, and since the rows were written). It
+  deletes the ``conversation_rollups`` rows whose last finding is past the tenant's cut.
 
-- overall (``detector`` and ``label`` empty): ``turns``;
-- per detector (``label`` empty): ``turns`` with a flagged finding of it, and the detector's
-  ``findings``, ``flagged`` and ``score_sum``;
-- per label: ``findings``, ``flagged``, ``score_sum`` (``turns`` 0: no query reads it).
-
-So a week's numbers are the stored rows' plus these, each turn counted once (a turn and all its
-findings leave in one batch). The weekly dashboard's empathy and harm trends and the report's
-empathy trend read both (``dashboards/queries.py``). Rows deleted on request are not counted:
-their counts go with them, and a tenant's or bot's counts go when it is deleted.
-
-The counts come from the rows the batch's ``DELETE ... RETURNING`` hands back, so they are
-exactly what went, read once; the batch's turns are the transaction's alone (PostgreSQL: locked
-``FOR UPDATE SKIP LOCKED``; SQLite: one writer at a time), so concurrent purges never count a
-row twice.
+The batch's turns are the transaction's alone (PostgreSQL: locked ``FOR UPDATE SKIP LOCKED``;
+SQLite: one writer at a time), so concurrent purges never subtract a row twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Table, delete
 
-from pipeline.store.db import dialect_insert
-from pipeline.store.models import FindingRow, TurnRow, WeeklyCountRow
+from pipeline.store import rollups
+from pipeline.store.models import (
+    ConversationRollupRow,
+    FindingRow,
+    PhraseRollupRow,
+    RollupRow,
+    TurnRow,
+)
 
-KEY = ("week", "tenant", "bot_id", "model", "role", "detector", "label")
-VALUES = ("turns", "findings", "flagged", "score_sum")
-# What DELETE ... RETURNING hands back for the counts.
-TURN_COLUMNS = (TurnRow.ts, TurnRow.tenant, TurnRow.bot_id, TurnRow.model, TurnRow.role)
-FINDING_COLUMNS = (FindingRow.ts, FindingRow.tenant, FindingRow.bot_id, FindingRow.model,
-                   FindingRow.role, FindingRow.detector, FindingRow.label, FindingRow.flagged,
-                   FindingRow.score, FindingRow.turn_id)
-
-
-def week_of(ts: datetime) -> datetime:
-    """Monday 00:00 UTC of ``ts``'s ISO week."""
-    utc = ts.astimezone(UTC) if ts.tzinfo else ts.replace(tzinfo=UTC)
-    return (utc - timedelta(days=utc.weekday())).replace(hour=0, minute=0, second=0,
-                                                          microsecond=0)
+TABLES = ("rollups", "phrase_rollups", "conversation_rollups")
+# What DELETE ... RETURNING hands back for the subtraction.
+TURN_COLUMNS = tuple(TurnRow.__table__.c[c] for c in rollups.TURN_COLUMNS)
+FINDING_COLUMNS = tuple(FindingRow.__table__.c[c] for c in rollups.FINDING_COLUMNS)
 
 
-def counts(turns: Iterable[Any], findings: Iterable[Any]) -> list[dict[str, Any]]:
-    """``weekly_counts`` rows from deleted turns and findings (rows of the columns above)."""
-    acc: dict[tuple[Any, ...], list[float]] = {}
-    flagged_turns: dict[tuple[Any, ...], set[str]] = {}
-    for ts, tenant, bot, model, role in turns:
-        acc.setdefault((week_of(ts), tenant, bot, model, role, "", ""), [0, 0, 0, 0.0])[0] += 1
-    for ts, tenant, bot, model, role, detector, label, flagged, score, turn_id in findings:
-        base = (week_of(ts), tenant, bot, model, role, detector)
-        for key in (base + ("",), base + (label,)):
-            cell = acc.setdefault(key, [0, 0, 0, 0.0])
-            cell[1] += 1
-            cell[2] += int(bool(flagged))
-            cell[3] += float(score)
-        if flagged:
-            flagged_turns.setdefault(base + ("",), set()).add(turn_id)
-    for key, ids in flagged_turns.items():
-        acc[key][0] = len(ids)
-    return [{**dict(zip(KEY, key, strict=True)), "turns": int(c[0]), "findings": int(c[1]),
-             "flagged": int(c[2]), "score_sum": c[3]} for key, c in acc.items()]
+def subtract(conn: Connection, turns: Sequence[Any], findings: Sequence[Any]) -> None:
+    """Take deleted rows (tuples of the columns above) out of the rollups."""
+    rollups.subtract(conn, rollups.as_dicts(turns, rollups.TURN_COLUMNS),
+                     rollups.as_dicts(findings, rollups.FINDING_COLUMNS))
 
 
-def add(conn: Connection, rows: list[dict[str, Any]]) -> None:
-    """Add ``rows`` to ``weekly_counts`` (an upsert that sums)."""
-    if not rows:
-        return
-    table = WeeklyCountRow.__table__
-    stmt = dialect_insert(conn.dialect.name)(table)
-    conn.execute(stmt.on_conflict_do_update(
-        index_elements=list(KEY),
-        set_={v: table.c[v] + getattr(stmt.excluded, v) for v in VALUES}), rows)
+def drop_conversations(conn: Connection, conversations: Sequence[str]) -> int:
+    """Delete the conversations' ``conversation_rollups`` rows; how many went."""
+    table = ConversationRollupRow.__table__
+    return conn.execute(delete(table).where(
+        table.c.conversation_id.in_(list(conversations)))).rowcount or 0
+
+
+def drop_owner(conn: Connection, column: str, name: str) -> Counter[str]:
+    """Delete a tenant's (``column`` 'tenant') or a bot's ('bot_id') rows of the rollups."""
+    got: Counter[str] = Counter()
+    for model in (RollupRow, PhraseRollupRow, ConversationRollupRow):
+        table: Table = model.__table__  # type: ignore[assignment]
+        got[table.name] = conn.execute(delete(table).where(table.c[column] == name)).rowcount \
+            or 0
+    return got
+
+
+def expire_conversations(conn: Connection, tenant: str, cut: datetime) -> int:
+    """Delete the tenant's ``conversation_rollups`` rows whose last finding is before ``cut``."""
+    table = ConversationRollupRow.__table__
+    return conn.execute(delete(table).where(table.c.tenant == tenant,
+                                            table.c["last"] < cut)).rowcount or 0

@@ -15,18 +15,20 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from pipeline.store.deletions import BOT, CONVERSATION, TENANT
 from pipeline.store.models import (
     Base,
+    ConversationRollupRow,
     DeadLetterRow,
     FindingRow,
+    PhraseRollupRow,
     ReviewRow,
+    RollupRow,
     TurnRow,
-    WeeklyCountRow,
 )
 
 _IN_CHUNK = 500  # ids per IN list of a request
 # The tables the purge knows by name; any other with a conversation_id column (a table a
 # later change adds) loses the rows of a deleted conversation too.
-KNOWN = frozenset({"turns", "findings", "reviews", "dead_letters", "weekly_counts",
-                   "deletions", "purges", "runs", "validation_results"})
+KNOWN = frozenset({"turns", "findings", "reviews", "dead_letters", "deletions", "purges",
+                   "runs", "validation_results", "conversation_rollups"})
 
 
 def among(column: Any, ids: Sequence[str], dialect: str) -> Any:
@@ -74,12 +76,30 @@ def count(engine: Engine, request: Any, cutoffs: dict[str, str],
                 ReviewRow.finding_id.in_(findings)))
         if dead_conds:
             out["dead_letters"] = _n(conn, select(func.count()).where(or_(*dead_conds)))
-        if request.scope in (TENANT, BOT):
-            counts = (WeeklyCountRow.tenant if request.scope == TENANT
-                      else WeeklyCountRow.bot_id)
-            out["weekly_counts"] = _n(conn, select(func.count()).where(
-                counts == (request.tenant or request.bot)))
+        out.update(_rollups(conn, request, cutoffs))
     return +out
+
+
+def _rollups(conn: Connection, request: Any, cutoffs: dict[str, str]) -> Counter[str]:
+    """The rollup rows a purge deletes: a tenant's or bot's, a conversation's, the expired
+    conversations' (``pipeline/lifecycle/rollup.py``)."""
+    out: Counter[str] = Counter()
+    convs = ConversationRollupRow.__table__.c
+    if request.scope in (TENANT, BOT):
+        column = "tenant" if request.scope == TENANT else "bot_id"
+        for model in (RollupRow, PhraseRollupRow, ConversationRollupRow):
+            table = model.__table__
+            out[table.name] = _n(conn, select(func.count()).select_from(table).where(
+                table.c[column] == (request.tenant or request.bot)))
+    elif request.scope == CONVERSATION:
+        for c in chunks(request.conversations):
+            out["conversation_rollups"] += _n(conn, select(func.count()).where(
+                convs.conversation_id.in_(c)))
+    else:
+        for tenant, cut in cutoffs.items():
+            out["conversation_rollups"] += _n(conn, select(func.count()).where(
+                convs.tenant == tenant, convs["last"] < datetime.fromisoformat(cut)))
+    return out
 
 
 def _n(conn: Connection, q: Any) -> int:

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     DateTime,
     Float,
     ForeignKey,
@@ -116,6 +117,7 @@ class FindingRow(Base):
         Index("ix_findings_bot_ts", "bot_id", "ts"),
         Index("ix_findings_conversation", "conversation_id", "turn"),
         Index("ix_findings_model_ts", "model", "ts"),  # chatmon compare, findings --model
+        Index("ix_findings_label_ts", "label", "ts"),  # drill-downs of one label (empathy gap)
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -296,23 +298,74 @@ class PurgeRow(Base):
     status: Mapped[str] = mapped_column(String(16))  # running | done | failed
 
 
-class WeeklyCountRow(Base):
-    """Counts that outlive retention: what expired rows added to each ISO week (Monday 00:00
-    UTC), per tenant, bot, model and role; per label (findings, flagged, score sum), per
-    detector (``label`` empty: turns with a flagged finding of it) and overall (``detector``
-    and ``label`` empty: turns). Rows still stored are not in it: a week's number is the
-    stored rows' plus these."""
+class RollupRow(Base):
+    """Counts and sums per hour (``bucket``, UTC), tenant, bot, model and role, written by the
+    sink with the rows it newly stores (``pipeline/store/rollups.py``): the dashboards' trends
+    and the report read these instead of the rows. Kinds of row, by (detector, label, measure):
+    ('', '', '') turns (``n``) and turns with a flagged finding (``flagged``); (d, l, '')
+    findings, flagged findings, ``total`` and ``total_sq`` of scores; (d, l, 'turns') and
+    (d, '', 'turns') turns with a finding (``n``) and with a flagged finding (``flagged``) of
+    the label or detector; (d, l, key) an evidence number's count, sum and sum of squares.
+    Retention leaves them (counts outlive rows); deletion on request subtracts."""
 
-    __tablename__ = "weekly_counts"
+    __tablename__ = "rollups"
+    __table_args__ = (
+        Index("ix_rollups_label_bucket", "label", "measure", "bucket"),  # one panel's label
+    )
 
-    week: Mapped[datetime] = mapped_column(primary_key=True)
+    bucket: Mapped[datetime] = mapped_column(primary_key=True)
     tenant: Mapped[str] = mapped_column(String(200), primary_key=True)
     bot_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     model: Mapped[str] = mapped_column(String(200), primary_key=True)
     role: Mapped[str] = mapped_column(String(16), primary_key=True)
     detector: Mapped[str] = mapped_column(String(64), primary_key=True)
     label: Mapped[str] = mapped_column(String(128), primary_key=True)
-    turns: Mapped[int] = mapped_column(Integer, default=0)
-    findings: Mapped[int] = mapped_column(Integer, default=0)
-    flagged: Mapped[int] = mapped_column(Integer, default=0)
-    score_sum: Mapped[float] = mapped_column(Float, default=0.0)
+    measure: Mapped[str] = mapped_column(String(64), primary_key=True)
+    n: Mapped[int] = mapped_column(BigInteger)
+    flagged: Mapped[int] = mapped_column(BigInteger)
+    total: Mapped[float] = mapped_column(Float)
+    total_sq: Mapped[float] = mapped_column(Float)
+
+
+class PhraseRollupRow(Base):
+    """The repeated phrases and tactic templates per hour, tenant, bot and label (the
+    top-phrase and template panels): findings, the largest share and reply count seen. The
+    phrase is the already redacted text the finding's evidence holds; ``phrase_key`` is its
+    ``stable_id``."""
+
+    __tablename__ = "phrase_rollups"
+    __table_args__ = (Index("ix_phrase_rollups_label_bucket", "label", "bucket"),)
+
+    bucket: Mapped[datetime] = mapped_column(primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(200), primary_key=True)
+    bot_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    label: Mapped[str] = mapped_column(String(128), primary_key=True)
+    phrase_key: Mapped[str] = mapped_column(String(40), primary_key=True)
+    phrase: Mapped[str] = mapped_column(Text)
+    n: Mapped[int] = mapped_column(BigInteger)
+    max_share: Mapped[float | None] = mapped_column(Float)
+    max_replies: Mapped[float | None] = mapped_column(Float)
+
+
+class ConversationRollupRow(Base):
+    """Per conversation, from its findings: the worst-conversations drill-down reads it by
+    index with a limit. Deleted with the conversation, and when its ``last`` finding expires."""
+
+    __tablename__ = "conversation_rollups"
+    __table_args__ = (
+        Index("ix_conversation_rollups_started", "started"),
+        Index("ix_conversation_rollups_harm_flagged", "harm_flagged", "started"),
+        Index("ix_conversation_rollups_last", "last"),  # retention
+        Index("ix_conversation_rollups_bot", "bot_id"),  # deletion of a bot
+        Index("ix_conversation_rollups_tenant", "tenant"),  # deletion of a tenant
+    )
+
+    conversation_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(200))
+    bot_id: Mapped[str] = mapped_column(String(200))
+    started: Mapped[datetime]
+    last: Mapped[datetime]
+    harm_flagged: Mapped[int] = mapped_column(BigInteger)
+    empathy_n: Mapped[int] = mapped_column(BigInteger)
+    empathy_total: Mapped[float] = mapped_column(Float)
+    repetition_flagged: Mapped[int] = mapped_column(BigInteger)

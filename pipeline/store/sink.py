@@ -1,8 +1,9 @@
 """The sink: idempotent batch writes keyed by deterministic ids.
 
-``INSERT ... ON CONFLICT DO NOTHING`` on the primary key, one transaction per batch, so
-at-least-once delivery and replays never double-count. No per-turn round trips: existing turns
-of a batch are looked up with one query.
+``INSERT ... ON CONFLICT DO NOTHING ... RETURNING`` on the primary key, one transaction per
+batch, so at-least-once delivery and replays never double-count; the rollups of the rows that
+were new are added in the same transaction (``pipeline/store/rollups.py``). No per-turn round
+trips: existing turns of a batch are looked up with one query.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, Table, select, update
+from sqlalchemy import Connection, Engine, Table, select, update
 from sqlalchemy.exc import (
     DisconnectionError,
     InterfaceError,
@@ -22,6 +23,7 @@ from sqlalchemy.exc import (
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from pipeline.errors import SinkError, StoreUnavailable
+from pipeline.store import rollups
 from pipeline.store.db import dialect_insert
 from pipeline.store.deletions import without_deleted, write_txn
 from pipeline.store.models import DeadLetterRow, FindingRow, Run, TurnRow
@@ -84,22 +86,37 @@ class Sink:
         dead_letters: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         """Write one batch in one transaction; rows that already exist are left as they are,
-        and so are rows of a conversation deleted meanwhile (``pipeline/store/deletions.py``)."""
+        and so are rows of a conversation deleted meanwhile (``pipeline/store/deletions.py``).
+        The rollups of exactly the newly stored rows are added in the same transaction
+        (``pipeline/store/rollups.py``), so a replayed batch adds nothing."""
         if not (turns or findings or dead_letters):
             return
         try:
             with write_txn(self.engine) as conn:
                 turns, findings, dead_letters = without_deleted(conn, turns, findings,
                                                                 dead_letters)
-                for table, rows in (
-                    (TurnRow.__table__, turns),
-                    (FindingRow.__table__, findings),
-                    (DeadLetterRow.__table__, dead_letters),
-                ):
-                    for chunk in _chunks(rows):
-                        conn.execute(self._insert_ignore(table), chunk)  # type: ignore[arg-type]
+                new_turns = self._insert_new(conn, TurnRow.__table__, turns)  # type: ignore[arg-type]
+                new_findings = self._insert_new(conn, FindingRow.__table__, findings)  # type: ignore[arg-type]
+                for chunk in _chunks(dead_letters):
+                    conn.execute(self._insert_ignore(DeadLetterRow.__table__), chunk)  # type: ignore[arg-type]
+                if new_turns or new_findings:
+                    fresh = {t["id"] for t in new_turns}
+                    prior = _prior(conn, new_findings, fresh)
+                    rollups.upsert(conn, rollups.aggregate(new_turns, new_findings, prior))
         except SQLAlchemyError as exc:
             raise store_error("cannot write batch", exc) from exc
+
+    def _insert_new(self, conn: Connection, table: Table,
+                    rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """Insert ``rows`` (``ON CONFLICT DO NOTHING ... RETURNING id``); the rows that were
+        new."""
+        if not rows:
+            return []
+        stmt = self._insert_ignore(table).returning(table.c.id)
+        new: set[str] = set()
+        for chunk in _chunks(rows):
+            new.update(conn.execute(stmt, chunk).scalars())
+        return [r for r in rows if r["id"] in new]
 
     def _insert_ignore(self, table: Table) -> Any:
         return insert_ignore(self.dialect, table)
@@ -136,6 +153,32 @@ class Sink:
                 ))
         except SQLAlchemyError as exc:
             raise store_error("cannot finish run", exc) from exc
+
+
+def _prior(conn: Connection, new_findings: Sequence[Mapping[str, Any]],
+           fresh: set[str]) -> dict[str, list[tuple[str, str, bool]]]:
+    """(detector, label, flagged) of the findings stored before this write on the turns that
+    get new findings but were stored earlier (the Kafka workers' second stage, the judge), so
+    a turn counts once in the rollups' 'turns' measures across batches. On PostgreSQL those
+    turns are locked first (``FOR NO KEY UPDATE``, in id order): two writers adding findings
+    to one turn take turns, and the second sees the first's findings."""
+    earlier = sorted({f["turn_id"] for f in new_findings} - fresh)
+    if not earlier:
+        return {}
+    ids = {f["id"] for f in new_findings}
+    out: dict[str, list[tuple[str, str, bool]]] = {}
+    for i in range(0, len(earlier), _CHUNK):
+        chunk = earlier[i: i + _CHUNK]
+        if conn.dialect.name == "postgresql":
+            conn.execute(select(TurnRow.id).where(TurnRow.id.in_(chunk)).order_by(TurnRow.id)
+                         .with_for_update(key_share=True)).all()
+        rows = conn.execute(select(FindingRow.id, FindingRow.turn_id, FindingRow.detector,
+                                   FindingRow.label, FindingRow.flagged)
+                            .where(FindingRow.turn_id.in_(chunk)))
+        for fid, tid, detector, label, flagged in rows:
+            if fid not in ids:
+                out.setdefault(tid, []).append((detector, label, bool(flagged)))
+    return out
 
 
 def insert_ignore(dialect: str, table: Table) -> Any:

@@ -15,8 +15,8 @@ from typing import Any
 
 from sqlalchemy import Engine, insert
 
-from pipeline.store.models import FindingRow, ReviewRow, TurnRow, ValidationResultRow
-from pipeline.store.sink import stable_id, turn_id
+from pipeline.store.models import ReviewRow, ValidationResultRow
+from pipeline.store.sink import Sink, stable_id, turn_id
 
 START = datetime(2026, 11, 2, 8, tzinfo=UTC)
 END = datetime(2026, 11, 21, tzinfo=UTC)
@@ -177,11 +177,11 @@ def review_rows(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def seed_store(engine: Engine, n_conversations: int = 90) -> tuple[int, int]:
-    """Insert the rows into a migrated store; returns (turns, findings) counts."""
+    """Write the rows into a migrated store through the sink (so with their rollups, as a run
+    writes them); returns (turns, findings) counts."""
     turns, findings = rows(n_conversations)
+    Sink(engine).write(turns, findings)
     with engine.begin() as conn:
-        conn.execute(insert(TurnRow), turns)
-        conn.execute(insert(FindingRow), findings)
         conn.execute(insert(ValidationResultRow), validation_rows())
         conn.execute(insert(ReviewRow), review_rows(findings))
     return len(turns), len(findings)

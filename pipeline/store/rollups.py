@@ -1,0 +1,282 @@
+"""Rollups: what the stored rows add up to per hour, written by the sink with the rows.
+
+The dashboards' trend panels and the report read these tables instead of scanning findings
+(issue 41; the shared spec is ``docs/schema.md#rollups``):
+
+- ``rollups``: per hour (``bucket``), tenant, bot, model and role; by (detector, label,
+  measure): ('', '', '') turns and turns with a flagged finding; (d, l, '') findings, flagged
+  findings, sum and sum of squares of scores; (d, l, 'turns') and (d, '', 'turns') turns with
+  a finding and with a flagged finding of the label / detector; (d, l, <key>) an evidence
+  number (:data:`EVIDENCE_NUMBERS`): how many findings carry it, its sum and sum of squares.
+- ``phrase_rollups``: the repeated phrases and tactic templates (:data:`PHRASES`).
+- ``conversation_rollups``: per conversation, for the worst-conversations drill-down.
+
+:func:`aggregate` is pure (rows in, rollup rows out); :func:`upsert` adds them. The sink calls
+both with the rows its ``INSERT ... ON CONFLICT DO NOTHING ... RETURNING`` newly stored, in
+the same transaction, so a replay adds nothing. A finding added later to a stored turn (the
+Kafka workers' second stage, the judge) counts the turn in a 'turns' measure only if the
+turn had no finding (no flagged finding) of that label or detector before: ``prior``.
+Deletion on request calls :func:`subtract` with what ``DELETE ... RETURNING`` handed back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, Table, delete, func, tuple_
+
+from pipeline.store.db import dialect_insert
+from pipeline.store.models import ConversationRollupRow, PhraseRollupRow, RollupRow
+
+HARM_DETECTORS = frozenset({"toxicity", "bias", "manipulation", "pii"})
+EMPATHY_SCORE = "empathy.score"
+TURNS = "turns"
+# label -> (measure, evidence path): numbers the panels average (EPITOME levels, alignment,
+# engagement, the repetition window's diversity).
+EVIDENCE_NUMBERS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    EMPATHY_SCORE: (("er", ("er", "level")), ("ip", ("ip", "level")), ("ex", ("ex", "level")),
+                    ("alignment", ("alignment",)), ("cause_addressed", ("cause_addressed",))),
+    "repetition.window": (("distinct_2", ("distinct_2",)),
+                          ("top_opener_share", ("top_opener_share",))),
+}
+# label -> the evidence field holding its (already redacted) phrase.
+PHRASES = {"repetition.stock_empathy": "phrase", "repetition.stock_phrase": "phrase",
+           "repetition.template_sequence": "sequence"}
+
+ROLLUP_KEY = ("bucket", "tenant", "bot_id", "model", "role", "detector", "label", "measure")
+PHRASE_KEY = ("bucket", "tenant", "bot_id", "label", "phrase_key")
+# The columns a purge's DELETE ... RETURNING hands back for subtract().
+TURN_COLUMNS = ("id", "ts", "tenant", "bot_id", "model", "role")
+FINDING_COLUMNS = ("turn_id", "conversation_id", "ts", "tenant", "bot_id", "model", "role",
+                   "detector", "label", "score", "flagged", "evidence")
+
+
+@dataclass
+class Rollups:
+    rollups: list[dict[str, Any]] = field(default_factory=list)
+    phrases: list[dict[str, Any]] = field(default_factory=list)
+    conversations: list[dict[str, Any]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.rollups or self.phrases or self.conversations)
+
+
+# What a turn already had before a write: (detector, label, flagged) of its stored findings.
+Prior = Mapping[str, Iterable[tuple[str, str, bool]]]
+
+
+def hour_of(ts: datetime) -> datetime:
+    """The hour start (UTC) of ``ts``; a naive time is taken as UTC."""
+    utc = ts.astimezone(UTC) if ts.tzinfo else ts.replace(tzinfo=UTC)
+    return utc.replace(minute=0, second=0, microsecond=0)
+
+
+def number(evidence: Any, path: Sequence[str]) -> float | None:
+    """The number at ``path`` in the evidence, None where it is missing or not a number."""
+    value = evidence
+    for part in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def aggregate(turns: Iterable[Mapping[str, Any]], findings: Iterable[Mapping[str, Any]],
+              prior: Prior | None = None) -> Rollups:
+    """The rollups of newly stored ``turns`` and ``findings`` (row dicts as the sink writes
+    them), sorted by key; ``prior``: what the findings' turns had before (turns not in
+    ``turns``; a turn missing from it had nothing)."""
+    acc: dict[tuple[Any, ...], list[float]] = {}
+
+    def add(key: tuple[Any, ...], n: float, flagged: float, total: float = 0.0,
+            total_sq: float = 0.0) -> None:
+        cell = acc.get(key)
+        if cell is None:
+            acc[key] = [n, flagged, total, total_sq]
+        else:
+            cell[0] += n
+            cell[1] += flagged
+            cell[2] += total
+            cell[3] += total_sq
+
+    for t in turns:
+        add((hour_of(t["ts"]), t["tenant"], t["bot_id"], t["model"], t["role"], "", "", ""),
+            1, 0)
+    by_turn: dict[str, list[Mapping[str, Any]]] = {}
+    phrases: dict[tuple[Any, ...], list[Any]] = {}
+    conversations: dict[str, list[Any]] = {}
+    for f in findings:
+        by_turn.setdefault(f["turn_id"], []).append(f)
+        dims = (hour_of(f["ts"]), f["tenant"], f["bot_id"], f["model"], f["role"])
+        score, flagged = float(f["score"]), bool(f["flagged"])
+        add((*dims, f["detector"], f["label"], ""), 1, int(flagged), score, score * score)
+        for measure, path in EVIDENCE_NUMBERS.get(f["label"], ()):
+            v = number(f["evidence"], path)
+            if v is not None:
+                add((*dims, f["detector"], f["label"], measure), 1, 0, v, v * v)
+        if f["label"] in PHRASES:
+            _phrase(phrases, f, dims[0])
+        _conversation(conversations, f)
+    for tid, rows in by_turn.items():
+        _turn_measures(add, rows, (prior or {}).get(tid, ()))
+    return Rollups(
+        [dict(zip(ROLLUP_KEY, k, strict=True), n=int(c[0]), flagged=int(c[1]), total=c[2],
+              total_sq=c[3]) for k, c in sorted(acc.items())],
+        [dict(zip(PHRASE_KEY, k, strict=True), phrase=p[0], n=p[1], max_share=p[2],
+              max_replies=p[3]) for k, p in sorted(phrases.items())],
+        [dict(conversation_id=cid, tenant=c[0], bot_id=c[1], started=c[2], last=c[3],
+              harm_flagged=c[4], empathy_n=c[5], empathy_total=c[6], repetition_flagged=c[7])
+         for cid, c in sorted(conversations.items())])
+
+
+def _turn_measures(add: Any, rows: list[Mapping[str, Any]],
+                   before: Iterable[tuple[str, str, bool]]) -> None:
+    """One turn's 'turns' measures: what its new findings have that its earlier ones had not."""
+    had_labels: set[tuple[str, str]] = set()
+    had_flagged_labels: set[tuple[str, str]] = set()
+    for detector, label, flagged in before:
+        had_labels.add((detector, label))
+        if flagged:
+            had_flagged_labels.add((detector, label))
+    had_detectors = {d for d, _ in had_labels}
+    had_flagged_detectors = {d for d, _ in had_flagged_labels}
+    first = rows[0]
+    dims = (hour_of(first["ts"]), first["tenant"], first["bot_id"], first["model"],
+            first["role"])
+    labels = {(f["detector"], f["label"]) for f in rows}
+    flagged_labels = {(f["detector"], f["label"]) for f in rows if f["flagged"]}
+    for d, lab in labels:
+        new, new_flag = (d, lab) not in had_labels, (d, lab) in flagged_labels - had_flagged_labels
+        if new or new_flag:
+            add((*dims, d, lab, TURNS), int(new), int(new_flag))
+    for d in {d for d, _ in labels}:
+        new = d not in had_detectors
+        new_flag = d in {x for x, _ in flagged_labels} and d not in had_flagged_detectors
+        if new or new_flag:
+            add((*dims, d, "", TURNS), int(new), int(new_flag))
+    if flagged_labels and not had_flagged_labels:
+        add((*dims, "", "", ""), 0, 1)
+
+
+def phrase_key(phrase: str) -> str:
+    """``pipeline.store.sink.stable_id(phrase)`` (the migration's backfill computes the same)."""
+    return hashlib.sha256(phrase.encode()).hexdigest()[:40]
+
+
+def _phrase(acc: dict[tuple[Any, ...], list[Any]], f: Mapping[str, Any], bucket: datetime
+            ) -> None:
+    evidence = f["evidence"] if isinstance(f["evidence"], Mapping) else {}
+    phrase = evidence.get(PHRASES[f["label"]])
+    if not isinstance(phrase, str):
+        return
+    key = (bucket, f["tenant"], f["bot_id"], f["label"], phrase_key(phrase))
+    share, replies = number(evidence, ("share",)), number(evidence, ("replies",))
+    cell = acc.get(key)
+    if cell is None:
+        acc[key] = [phrase, 1, share, replies]
+        return
+    cell[1] += 1
+    cell[2] = _max(cell[2], share)
+    cell[3] = _max(cell[3], replies)
+
+
+def _max(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def _conversation(acc: dict[str, list[Any]], f: Mapping[str, Any]) -> None:
+    ts = f["ts"] if f["ts"].tzinfo else f["ts"].replace(tzinfo=UTC)
+    flagged = bool(f["flagged"])
+    harm = int(flagged and f["role"] == "assistant" and f["detector"] in HARM_DETECTORS)
+    empathy = f["label"] == EMPATHY_SCORE
+    rep = int(flagged and f["detector"] == "repetition")
+    cell = acc.get(f["conversation_id"])
+    if cell is None:
+        acc[f["conversation_id"]] = [f["tenant"], f["bot_id"], ts, ts, harm, int(empathy),
+                                     float(f["score"]) if empathy else 0.0, rep]
+        return
+    cell[0], cell[1] = min(cell[0], f["tenant"]), min(cell[1], f["bot_id"])
+    cell[2], cell[3] = min(cell[2], ts), max(cell[3], ts)
+    cell[4] += harm
+    cell[5] += int(empathy)
+    cell[6] += float(f["score"]) if empathy else 0.0
+    cell[7] += rep
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+
+def upsert(conn: Connection, rollups: Rollups) -> None:
+    """Add ``rollups`` (from :func:`aggregate`: keys sorted, so concurrent writers take the
+    rows' locks in one order and never deadlock) in the caller's transaction."""
+    dialect = conn.dialect.name
+    insert = dialect_insert(dialect)
+    greatest = func.greatest if dialect == "postgresql" else _sqlite_max
+    least = func.least if dialect == "postgresql" else func.min
+    if rollups.rollups:
+        table: Table = RollupRow.__table__  # type: ignore[assignment]
+        stmt = insert(table)
+        conn.execute(stmt.on_conflict_do_update(index_elements=list(ROLLUP_KEY), set_={
+            c: table.c[c] + stmt.excluded[c] for c in ("n", "flagged", "total", "total_sq")}),
+            rollups.rollups)
+    if rollups.phrases:
+        table = PhraseRollupRow.__table__  # type: ignore[assignment]
+        stmt = insert(table)
+        conn.execute(stmt.on_conflict_do_update(index_elements=list(PHRASE_KEY), set_={
+            "n": table.c.n + stmt.excluded.n,
+            "max_share": greatest(table.c.max_share, stmt.excluded.max_share),
+            "max_replies": greatest(table.c.max_replies, stmt.excluded.max_replies)}),
+            rollups.phrases)
+    if rollups.conversations:
+        table = ConversationRollupRow.__table__  # type: ignore[assignment]
+        stmt = insert(table)
+        ex = stmt.excluded
+        conn.execute(stmt.on_conflict_do_update(index_elements=["conversation_id"], set_={
+            "tenant": least(table.c.tenant, ex.tenant),
+            "bot_id": least(table.c.bot_id, ex.bot_id),
+            "started": least(table.c.started, ex.started),
+            "last": greatest(table.c["last"], ex["last"]),
+            **{c: table.c[c] + ex[c] for c in ("harm_flagged", "empathy_n", "empathy_total",
+                                               "repetition_flagged")}}),
+            rollups.conversations)
+
+
+def _sqlite_max(a: Any, b: Any) -> Any:
+    """SQLite's two-argument ``max`` is NULL when either is: take the other one then (as
+    PostgreSQL's GREATEST does)."""
+    return func.max(func.coalesce(a, b), func.coalesce(b, a))
+
+
+def subtract(conn: Connection, turns: Iterable[Mapping[str, Any]],
+             findings: Iterable[Mapping[str, Any]]) -> None:
+    """Take deleted rows' contributions out of ``rollups`` and ``phrase_rollups`` (a turn and
+    all its findings leave together, so no ``prior``); rows left at ``n`` 0 are deleted. The
+    largest share and replies of a phrase stay as they were (a maximum cannot be undone)."""
+    gone = aggregate(turns, findings)
+    if not (gone.rollups or gone.phrases):
+        return
+    for row in gone.rollups:
+        for c in ("n", "flagged", "total", "total_sq"):
+            row[c] = -row[c]
+    for row in gone.phrases:
+        row["n"] = -row["n"]
+        row["max_share"] = row["max_replies"] = None
+    upsert(conn, Rollups(gone.rollups, gone.phrases))
+    for table, key, rows in ((RollupRow.__table__, ROLLUP_KEY, gone.rollups),
+                             (PhraseRollupRow.__table__, PHRASE_KEY, gone.phrases)):
+        keys = sorted({tuple(r[k] for k in key) for r in rows})
+        for i in range(0, len(keys), 200):
+            cols = [table.c[k] for k in key]  # type: ignore[attr-defined]
+            conn.execute(delete(table).where(
+                table.c.n <= 0, tuple_(*cols).in_(keys[i:i + 200])))  # type: ignore[attr-defined]
+
+
+def as_dicts(rows: Iterable[Any], columns: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows a ``DELETE ... RETURNING`` handed back, as the dicts :func:`aggregate` reads."""
+    return [dict(zip(columns, r, strict=True)) for r in rows]
