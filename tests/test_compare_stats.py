@@ -1,6 +1,8 @@
 """The intervals behind ``chatmon compare``: Wilson and Newcombe against published values, the
 bootstrap's determinism and coverage, the sign-flip test's exact p-values, and the clear errors
-of ``compare`` itself."""
+of ``compare`` itself. The report's intervals from moments (issue 41): Student's t quantiles
+against published tables, the t and Welch intervals against their textbook formulas, and their
+agreement with the bootstrap from 20 values on."""
 
 from __future__ import annotations
 
@@ -12,11 +14,15 @@ from pipeline.cli import cli
 from pipeline.compare.data import Selection
 from pipeline.compare.stats import (
     MAX_BOOTSTRAP_N,
+    Moments,
     bootstrap_diff,
     bootstrap_mean,
     excludes_zero,
     newcombe,
     sign_flip_p,
+    t_mean,
+    t_value,
+    welch_diff,
     wilson,
     z_value,
 )
@@ -114,6 +120,97 @@ def test_sign_flip_exact_p(values: list[float], p: float) -> None:
 def test_confidence_must_be_sensible() -> None:
     with pytest.raises(ValueError, match="confidence"):
         z_value(1.0)
+
+
+# Student's t, two-sided: (confidence, degrees of freedom, t) from the published tables;
+# df 2 and 1 also have closed forms: (2p - 1) / sqrt(2p(1 - p)) and tan(pi (p - 1/2)).
+@pytest.mark.parametrize(("confidence", "df", "t"), [
+    (0.95, 1, 12.7062), (0.95, 2, 4.3027), (0.95, 5, 2.5706), (0.95, 10, 2.2281),
+    (0.95, 19, 2.0930), (0.95, 30, 2.0423), (0.95, 120, 1.9799), (0.99, 10, 3.1693),
+    (0.99, 29, 2.7564), (0.90, 20, 1.7247), (0.80, 4, 1.5332), (0.999, 3, 12.9240),
+])
+def test_t_quantiles_match_the_tables(confidence: float, df: float, t: float) -> None:
+    assert t_value(confidence, df) == pytest.approx(t, abs=1e-4)
+
+
+def test_t_quantiles_between_and_beyond() -> None:
+    # fractional degrees (Welch): between the neighbours, falling; far out: the normal's
+    values = [t_value(0.95, df) for df in (7, 7.25, 7.5, 8)]
+    assert values == sorted(values, reverse=True) and len(set(values)) == 4
+    assert t_value(0.95, 10**7) == z_value(0.95)
+    assert t_value(0.95, 10**6) == pytest.approx(z_value(0.95), abs=3e-6)
+    with pytest.raises(ValueError, match="degrees of freedom"):
+        t_value(0.95, 0.5)
+
+
+def test_moments_add_subtract_and_give_the_sample_variance() -> None:
+    x, y = [0.2, 0.4, 0.9, 0.5], [0.1, 0.7, 0.3]
+    m = Moments.of(x) + Moments.of(y)
+    assert m.n == 7 and m.mean == pytest.approx(np.mean(x + y))
+    assert m.variance == pytest.approx(np.var(x + y, ddof=1))
+    rest = m - Moments.of(y)
+    assert rest.n == 4 and rest.mean == pytest.approx(np.mean(x))
+    assert rest.variance == pytest.approx(np.var(x, ddof=1))
+    assert Moments().mean is None and Moments.of([1.0]).variance is None
+    assert Moments.of([0.3] * 1000).variance == 0.0  # never below 0 from rounding
+
+
+def test_t_mean_is_the_textbook_interval() -> None:
+    x = list(np.random.default_rng(5).normal(0.6, 0.1, 25))
+    e = t_mean(Moments.of(x))
+    half = 2.0639 * float(np.std(x, ddof=1)) / np.sqrt(25)  # t(0.975, 24)
+    assert e.value == pytest.approx(np.mean(x)) and e.n == 25
+    assert e.low == pytest.approx(e.value - half, abs=1e-5)  # type: ignore[operator]
+    assert e.high == pytest.approx(e.value + half, abs=1e-5)  # type: ignore[operator]
+    assert t_mean(Moments()).value is None
+    # two replies of 23 off the floor: the t interval would cross 0, the mean cannot
+    sparse = Moments.of([1.0, 1.0] + [0.0] * 21)
+    assert t_mean(sparse).low < 0 < t_mean(sparse).high  # type: ignore[operator]
+    cut = t_mean(sparse, within=(0.0, 2.0))
+    assert cut.low == 0.0 and cut.high == t_mean(sparse).high and cut.value == 2 / 23
+    one = t_mean(Moments.of([0.4]))
+    assert one.value == 0.4 and one.low is None and one.high is None
+
+
+def test_welch_diff_is_the_textbook_interval() -> None:
+    a = list(np.random.default_rng(8).normal(0.5, 0.05, 20))
+    b = list(np.random.default_rng(9).normal(0.55, 0.2, 60))
+    d = welch_diff(Moments.of(a), Moments.of(b))
+    va, vb = np.var(a, ddof=1) / 20, np.var(b, ddof=1) / 60
+    df = (va + vb) ** 2 / (va ** 2 / 19 + vb ** 2 / 59)
+    half = t_value(0.95, df) * np.sqrt(va + vb)
+    assert d.value == pytest.approx(np.mean(b) - np.mean(a)) and d.n == 20
+    assert d.low == pytest.approx(d.value - half) and d.high == pytest.approx(d.value + half)  # type: ignore[operator]
+    assert 60 < df < 79  # unequal variances: fewer degrees than the pooled 78
+    assert welch_diff(Moments(), Moments.of(b)).value is None
+    same = welch_diff(Moments.of([0.5] * 30), Moments.of([0.7] * 30))
+    assert same.value == pytest.approx(0.2) and excludes_zero(same)
+
+
+def test_welch_matches_scipy() -> None:
+    stats = pytest.importorskip("scipy.stats")
+    a = list(np.random.default_rng(10).uniform(0, 1, 23))
+    b = list(np.random.default_rng(11).uniform(0.2, 0.9, 41))
+    res = stats.ttest_ind(b, a, equal_var=False)
+    low, high = res.confidence_interval(0.95)
+    d = welch_diff(Moments.of(a), Moments.of(b))
+    assert (d.low, d.high) == pytest.approx((low, high), abs=1e-9)
+
+
+@pytest.mark.parametrize("n", [20, 50, 500])
+def test_moment_intervals_agree_with_the_bootstrap_from_20_values(n: int) -> None:
+    """What the report changed (issue 41): from 20 values a group on, each bound of the t
+    interval lies within a quarter of the bootstrap interval's half width of the bootstrap's
+    (scores in [0, 1], skewed; levels 0, 1, 2)."""
+    rng = np.random.default_rng(n)
+    for x, y in ((list(rng.beta(2, 5, n)), list(rng.beta(2, 4, n))),
+                 (list(rng.choice([0.0, 1.0, 1.0, 2.0], n)), list(rng.choice([0.0, 1.0], n)))):
+        for new, old in ((t_mean(Moments.of(x)), bootstrap_mean(x)),
+                         (welch_diff(Moments.of(x), Moments.of(y)), bootstrap_diff(x, y))):
+            half = (old.high - old.low) / 2  # type: ignore[operator]
+            assert new.value == pytest.approx(old.value)
+            assert abs(new.low - old.low) <= 0.25 * half  # type: ignore[operator]
+            assert abs(new.high - old.high) <= 0.25 * half  # type: ignore[operator]
 
 
 def test_compare_needs_two_models_with_replies(sqlite_url: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
