@@ -29,7 +29,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from pipeline.lifecycle import rollup, scope
 from pipeline.lifecycle.audit import Audit
 from pipeline.lifecycle.retention import Retention
-from pipeline.store import deletions
+from pipeline.store import deletions, partitions
 from pipeline.store.deletions import BOT, CONVERSATION, TENANT, conversation_key, write_txn
 from pipeline.store.models import DeadLetterRow, FindingRow, ReviewRow, TurnRow
 from pipeline.store.sink import store_error
@@ -40,6 +40,8 @@ NEAR_DUPLICATE = "repetition.near_duplicate"
 # Rows counted per table; "findings.evidence": other conversations' near-duplicate findings
 # whose evidence named a deleted conversation (the name is removed, the finding stays).
 EVIDENCE = "findings.evidence"
+# Of the rows counted, how many are pg_class estimates (large dropped partitions).
+ESTIMATED = "rows_estimated"
 OnRows = Callable[[str, str, int], None]  # (table, scope, rows): the purged-rows metric
 
 
@@ -71,12 +73,15 @@ class PurgeResult:
     # Expiry: the cut per stored tenant ('' for turns without one), and for dead letters.
     cutoffs: dict[str, str] = field(default_factory=dict)
     dead_letter_cutoff: str | None = None
+    # Expiry on PostgreSQL: the day partitions dropped whole, and the time the cuts are from.
+    partitions: list[str] = field(default_factory=list)
+    now: datetime | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"purge_id": self.purge_id, "scope": self.request.scope,
                 "request": self.request.audit(), "dry_run": self.dry_run,
                 "rows": dict(sorted(self.rows.items())), "cutoffs": self.cutoffs,
-                "dead_letter_cutoff": self.dead_letter_cutoff}
+                "dead_letter_cutoff": self.dead_letter_cutoff, "partitions": self.partitions}
 
 
 class Purger:
@@ -94,7 +99,7 @@ class Purger:
         """Run ``request`` (``then``: what else the purge removes once the store is done, e.g.
         the process's own state; its counts join the audit row)."""
         now = now or datetime.now(UTC)
-        result = PurgeResult(request, Counter(), dry_run)
+        result = PurgeResult(request, Counter(), dry_run, now=now)
         if request.scope == EXPIRED:
             result.cutoffs = self._cutoffs(request.retention, now)
             dead = request.retention.dead_letter_cutoff(now)
@@ -131,6 +136,7 @@ class Purger:
                 if (cut := retention.cutoff(t, now)) is not None}
 
     def _expire(self, result: PurgeResult, audit: Audit) -> None:
+        self._drop_partitions(result, audit)
         for tenant, cut in result.cutoffs.items():
             when = datetime.fromisoformat(cut)
             self._batches((TurnRow.tenant == tenant) & (TurnRow.ts < when), result.rows, audit)
@@ -142,6 +148,31 @@ class Purger:
             self._dead_letter_batches(DeadLetterRow.created_at < datetime.fromisoformat(dead),
                                       result.rows, audit, EXPIRED)
         self._orphans(result.rows, audit)
+
+    def _drop_partitions(self, result: PurgeResult, audit: Audit) -> None:
+        """PostgreSQL: the day partitions wholly before the cut of every tenant with rows in
+        them go by DROP (``pipeline/store/partitions.py``); the row deletes that follow take
+        what is left before each tenant's cut. Their rows are counted before the drop (by
+        pg_class's estimate above ``partitions.EXACT_COUNT_BELOW`` rows, counted in
+        ``rows_estimated``)."""
+        if not self.postgres or not result.cutoffs:
+            return
+        cuts = {t: datetime.fromisoformat(c) for t, c in result.cutoffs.items()}
+        now = result.now or datetime.now(UTC)
+
+        def cut_of(tenant: str) -> datetime | None:
+            return cuts.get(tenant) or result.request.retention.cutoff(tenant, now)
+
+        try:
+            dropped, got, estimated = partitions.expire(self.engine, cut_of, max(cuts.values()))
+        except SQLAlchemyError as exc:
+            raise store_error("cannot drop expired partitions", exc) from exc
+        result.partitions = dropped
+        for table, n in got.items():
+            self._count_rows(result.rows, table, EXPIRED, n)
+        if estimated:
+            result.rows[ESTIMATED] += estimated
+        audit.progress(result.rows)
 
     def _orphans(self, rows: Counter[str], audit: Audit) -> None:
         """Rows of the other tables with a ``conversation_id`` (the judge's cached answers)

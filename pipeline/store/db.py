@@ -100,9 +100,19 @@ def wait_for(url: str, timeout_s: float, every_s: float = 1.0) -> float:
 
 
 def upgrade(url: str, revision: str = "head") -> None:
+    """Migrate to ``revision``; on a day-partitioned PostgreSQL store, also make the partitions
+    of yesterday, today and the days ahead (``pipeline/store/partitions.py``)."""
     from alembic import command
 
     command.upgrade(alembic_config(url), revision)
+    if url.startswith("postgresql"):
+        from pipeline.store import partitions
+
+        engine = make_engine(url)
+        try:
+            partitions.ensure_ahead(engine)
+        finally:
+            engine.dispose()
 
 
 def downgrade(url: str, revision: str) -> None:

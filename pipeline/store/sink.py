@@ -27,6 +27,7 @@ from pipeline.store import rollups
 from pipeline.store.db import dialect_insert
 from pipeline.store.deletions import without_deleted, write_txn
 from pipeline.store.models import DeadLetterRow, FindingRow, Run, TurnRow
+from pipeline.store.partitions import PARTITIONED, Cover
 
 # Rows per INSERT statement: SQLite allows 32766 bound parameters; findings have ~20 columns.
 _CHUNK = 500
@@ -60,6 +61,8 @@ class Sink:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.dialect = engine.dialect.name
+        # PostgreSQL: the day partitions a batch needs, made before it is written.
+        self.cover = Cover(engine) if self.dialect == "postgresql" else None
 
     def existing_hashes(self, ids: Sequence[str]) -> dict[str, str]:
         """content_hash of the already stored turns among ``ids``."""
@@ -92,6 +95,7 @@ class Sink:
         if not (turns or findings or dead_letters):
             return
         try:
+            self.cover_partitions(turns, findings)
             with write_txn(self.engine) as conn:
                 turns, findings, dead_letters = without_deleted(conn, turns, findings,
                                                                 dead_letters)
@@ -117,6 +121,13 @@ class Sink:
         for chunk in _chunks(rows):
             new.update(conn.execute(stmt, chunk).scalars())
         return [r for r in rows if r["id"] in new]
+
+    def cover_partitions(self, *batches: Sequence[Mapping[str, Any]]) -> None:
+        """PostgreSQL: create the day partitions of turns and findings that the rows' ``ts``
+        need and the store lacks (an old replay), and every hour the days ahead
+        (``pipeline/store/partitions.py``), each in a short transaction of its own."""
+        if self.cover is not None and any(batches):
+            self.cover(row["ts"] for rows in batches for row in rows)
 
     def _insert_ignore(self, table: Table) -> Any:
         return insert_ignore(self.dialect, table)
@@ -182,8 +193,12 @@ def _prior(conn: Connection, new_findings: Sequence[Mapping[str, Any]],
 
 
 def insert_ignore(dialect: str, table: Table) -> Any:
-    """``INSERT ... ON CONFLICT (id) DO NOTHING`` in the store's dialect."""
-    return dialect_insert(dialect)(table).on_conflict_do_nothing(index_elements=["id"])
+    """``INSERT ... ON CONFLICT (id) DO NOTHING`` in the store's dialect; ``(id, ts)`` for the
+    day-partitioned turns and findings on PostgreSQL, whose keys must hold the partition key. A
+    row's ts comes from its event, so a replay still conflicts; a turn id stored with another
+    ts is found by ``existing_hashes`` (by id, across partitions) and refused before."""
+    key = ["id", "ts"] if dialect == "postgresql" and table.name in PARTITIONED else ["id"]
+    return dialect_insert(dialect)(table).on_conflict_do_nothing(index_elements=key)
 
 
 def _chunks(rows: Sequence[Mapping[str, Any]]) -> Iterable[list[Mapping[str, Any]]]:
