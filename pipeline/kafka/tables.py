@@ -119,7 +119,9 @@ class TableStateStore:
 class FindingsSink:
     """Stage 2's sink: the turns were stored by stage 1, so it writes only findings and dead
     letters, and treats every turn as new (the repetition detector skips replies already in its
-    window, and finding ids are deterministic, so a redelivered turn adds nothing)."""
+    window, and finding ids are deterministic, so a redelivered turn adds nothing). The sink
+    adds the new findings' rollups, counting a turn in a label's 'turns' rows only if stage 1
+    stored no finding of that label for it (``pipeline/store/rollups.py``)."""
 
     def __init__(self, sink: Sink) -> None:
         self.sink = sink
