@@ -3,7 +3,7 @@
 PostgreSQL dialect with Grafana's ``$__timeFilter(col)`` macro; weeks are ISO weeks
 (``date_trunc('week', bucket)``, Monday 00:00 UTC). Every trend and aggregate reads the
 rollups the sink writes with the rows (``rollups``, ``phrase_rollups``,
-``conversation_rollups``; ``pipeline/store/rollups.py``, docs/schema.md#rollups): their cost
+``conversation_rollups``; ``pipeline/store/rollups.py``, docs/dashboards.md): their cost
 grows with hours x bots x labels, not with findings, and they resolve time to the hour (a range
 that starts or ends inside an hour counts that whole hour). Only drill-downs read rows, by index
 and with a limit; each says so. :mod:`dashboards.sqlrun` expands the macro into

@@ -70,7 +70,7 @@ def fill(url: str, n: int) -> float:
     t0 = time.perf_counter()
     with engine.begin() as conn:
         conn.execute(text("TRUNCATE reviews, findings, turns, dead_letters, deletions, purges, "
-                          "weekly_counts"))
+                          "rollups, phrase_rollups, conversation_rollups"))
         for stmt in FILL.split(";"):
             if stmt.strip():
                 conn.execute(text(stmt), {"n": n})

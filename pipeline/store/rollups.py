@@ -1,7 +1,7 @@
 """Rollups: what the stored rows add up to per hour, written by the sink with the rows.
 
 The dashboards' trend panels and the report read these tables instead of scanning findings
-(issue 41; the shared spec is ``docs/schema.md#rollups``):
+(issue 41; docs/privacy.md#rollups-counts-written-with-the-rows):
 
 - ``rollups``: per hour (``bucket``), tenant, bot, model and role; by (detector, label,
   measure): ('', '', '') turns and turns with a flagged finding; (d, l, '') findings, flagged
