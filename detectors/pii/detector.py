@@ -71,7 +71,8 @@ class PiiDetector:
     def __init__(self, model: str = DEFAULT_MODEL, entities: Sequence[str] = ENTITIES,
                  leak_entities: Sequence[str] = LEAK_ENTITIES, min_score: float = 0.05,
                  redact_threshold: float = 0.2, batch_size: int = 64,
-                 cache_size: int = 4096, process: bool = False) -> None:
+                 cache_size: int = 4096, process: bool = False,
+                 catalogue: str | None = None) -> None:
         unknown = set(entities) - set(ENTITIES)
         if unknown:
             raise DetectorError(f"pii: unknown entities {sorted(unknown)}; known: {ENTITIES}")
@@ -93,8 +94,12 @@ class PiiDetector:
         # plans, titles) are not names or places (``detectors.pii.catalogue``), a lower-case
         # name and a name beside a time of day or asked-for public figure weigh less as a leak;
         # 1.6.1: "Raspberry black tea" is a catalogue name, "Sure Bob" holds the user's "Bob";
-        # 1.6.2: "the" before a capitalised place is no thing context ("the Grand Canyon")
-        self.version = f"1.6.2+{model}"
+        # 1.6.2: "the" before a capitalised place is no thing context ("the Grand Canyon");
+        # 1.7.0: a bot's learned catalogue (option ``catalogue``, ``detectors.pii.recurrence``):
+        # a name recurring across its conversations is no person; its digest joins the version
+        self.catalogue = _read_catalogue(catalogue) if catalogue else None
+        self.version = f"1.7.0+{model}" + (f"+catalogue.{self.catalogue.digest}"
+                                           if self.catalogue is not None else "")
         self.process = process
         self._engine: Any = None
         self._head: Any = None
@@ -141,6 +146,8 @@ class PiiDetector:
             if self.model == ENCODER_MODEL and primary_language(item.turn.lang) not in (None,
                                                                                       "en"):
                 _unflag_head_entities(found)
+            if self.catalogue is not None:
+                found = self.catalogue.drop(item.turn, found, item.context.history)
             findings = [self._finding(r, f"pii.{r.entity_type.lower()}") for r in found]
             if item.turn.role == "assistant":
                 findings += self._leaks(item.turn.text, found, item.context)
@@ -293,6 +300,21 @@ def _unflag_head_entities(found: Sequence[Any]) -> None:
         if r.entity_type in ("PERSON", "LOCATION") and \
                 r.recognition_metadata.get("recognizer_name") == "SpacyRecognizer":
             r.score = min(r.score, OTHER_LANGUAGE_NER_SCORE)
+
+
+def _read_catalogue(path: str) -> Any:
+    """The catalogue file named by the ``catalogue`` option, read and checked now (it is small),
+    so that a bad file stops the worker at start with its reason."""
+    from pathlib import Path
+
+    from detectors.pii.recurrence import loads
+
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise DetectorError(f"pii: cannot read the catalogue file {path} "
+                            f"({exc.strerror or type(exc).__name__})") from None
+    return loads(raw, path)
 
 
 # Words an NER takes into a name it finds after them ("Sure Bob", "Thanks Ana"): not part of the
