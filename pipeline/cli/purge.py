@@ -13,7 +13,8 @@ from pipeline.cli.context import Ctx, pass_ctx
 
 @click.command("purge")
 @click.option("--expired", is_flag=True,
-              help="Delete rows past their tenant's retention (the policy file's retention_days).")
+              help="Delete rows past their tenant's retention (the policy file's retention_days); "
+                   "on PostgreSQL whole days past every tenant's cut are dropped as partitions.")
 @click.option("--conversation", "conversations", multiple=True, metavar="ID",
               help="Delete everything about this conversation (repeat for more).")
 @click.option("--conversations-from", "from_file", type=click.File("r"), default=None,
@@ -107,6 +108,10 @@ def _summary(result: Any) -> str:
         lines.append(f"  tenant {tenant or '(none)'}: before {cut}")
     if result.dead_letter_cutoff is not None:
         lines.append(f"  dead letters: before {result.dead_letter_cutoff}")
+    if result.partitions:  # PostgreSQL: whole days dropped (docs/deploy.md)
+        lines.append(f"  partitions dropped: {len(result.partitions)} "
+                     f"({', '.join(sorted(result.partitions)[:4])}"
+                     f"{', ...' if len(result.partitions) > 4 else ''})")
     if not result.dry_run and result.request.scope != "expired":
         lines.append("serve and worker processes drop it from their state within "
                      "CHATMON_DELETION_POLL_S")
