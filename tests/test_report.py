@@ -47,13 +47,14 @@ def test_default_window_is_the_7_days_ending_at_the_newest_turn(store: tuple[str
                                                                  tmp_path: Path) -> None:
     _, engine = store
     window = default_window(engine)
-    assert window.end == datetime(2026, 11, 20, 18, 8, 1, tzinfo=UTC)
+    # the newest turn is at 18:08: the window ends at the next whole hour (rollups are hourly)
+    assert window.end == datetime(2026, 11, 20, 19, 0, tzinfo=UTC)
     assert window.end - window.start == timedelta(days=7)
     assert window.previous() == Window(window.start - timedelta(days=7), window.start)
     empty = db.make_engine(f"sqlite:///{tmp_path / 'empty.db'}")
     db.upgrade(str(empty.url))
     now = datetime.now(UTC)
-    assert abs((default_window(empty).end - now).total_seconds()) < 60
+    assert 0 < (default_window(empty).end - now).total_seconds() <= 3600
 
 
 def test_report_is_self_contained(report: Path) -> None:
@@ -71,7 +72,7 @@ def test_report_is_self_contained(report: Path) -> None:
 def test_report_shows_every_section(report: Path) -> None:
     html = report.read_text()
     for text in ("Per bot: this week", "Worst conversations", "Data quality", "helpdesk-a",
-                 "care-c", "2026-11-13 18:08 to 2026-11-20 18:08",
+                 "care-c", "2026-11-13 19:00 to 2026-11-20 19:00",
                  "Reviewers against flags, per label"):
         assert text in html
     agreement = html.split('<section id="agreement">', 1)[1].split("</section>", 1)[0]
@@ -115,7 +116,7 @@ def test_report_on_postgresql(postgres_url: str) -> None:
     try:
         seed_store(engine)
         window = default_window(engine)
-        assert window.end == datetime(2026, 11, 20, 18, 8, 1, tzinfo=UTC)
+        assert window.end == datetime(2026, 11, 20, 19, 0, tzinfo=UTC)
         html = render(engine, window)
         assert html.count("Plotly.newPlot") == N_PLOTS
         assert len(re.findall(r'href="#conv-([^"]+)"', html)) == 10

@@ -13,7 +13,8 @@ from pipeline.cli.context import Ctx, parse_when, pass_ctx
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("reports/weekly.html"), show_default=True)
 @click.option("--until", default=None,
-              help="End of the window (ISO 8601). Default: the newest stored turn, else now.")
+              help="End of the window (ISO 8601), rounded up to the hour (the rollups count "
+                   "hours). Default: just after the newest stored turn, else now.")
 @click.option("--days", type=click.IntRange(1, 366), default=7, show_default=True)
 @click.option("--min-replies", type=click.IntRange(1), default=None,
               help="Groups (bots, models, user groups) with fewer replies are listed as too "

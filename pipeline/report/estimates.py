@@ -1,6 +1,7 @@
-"""The report's comparisons, with the intervals of ``chatmon compare`` (:mod:`pipeline.compare.
-stats`: Wilson for rates, Newcombe for a difference of rates, a fixed-seed bootstrap for means
-and their difference).
+"""The report's comparisons, with the intervals of :mod:`pipeline.compare.stats`: Wilson for
+rates, Newcombe for a difference of rates, Student's t for means and Welch's for their
+difference, from the moments (count, sum, sum of squares) the rollups keep, so that no reply is
+read (issue 41; ``chatmon compare`` keeps its bootstrap).
 
 A group (a bot, a bot and model, a user group) with fewer replies than the minimum is not
 estimated at all: it is listed as having too few replies. A difference is *marked* only when its
@@ -9,24 +10,24 @@ interval excludes 0 (``significant``); otherwise it is shown as what it is, an i
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from pipeline.compare.stats import (
     Estimate,
-    bootstrap_diff,
-    bootstrap_mean,
+    Moments,
     excludes_zero,
     newcombe,
+    t_mean,
+    welch_diff,
     wilson,
 )
 
 MIN_REPLIES = 20
 CONFIDENCE = 0.95
-K = TypeVar("K")
-R = TypeVar("R")
+UNIT = (0.0, 1.0)  # scores, alignment
+LEVELS = (0.0, 2.0)  # EPITOME levels
 
 
 @dataclass(frozen=True)
@@ -56,31 +57,24 @@ def _diff(e: Estimate) -> dict[str, Any]:
     return {**e.as_dict(), "significant": bool(excludes_zero(e))}
 
 
-def split(items: Iterable[R], key: Callable[[R], K | None]) -> dict[K, list[R]]:
-    """Items by ``key`` (None: left out), keys in sorted order."""
-    out: dict[K, list[R]] = defaultdict(list)
-    for item in items:
-        k = key(item)
-        if k is not None:
-            out[k].append(item)
-    return dict(sorted(out.items(), key=lambda kv: str(kv[0])))
+def means(now: Mapping[str, Moments], before: Mapping[str, Moments],
+          min_replies: int = MIN_REPLIES, confidence: float = CONFIDENCE,
+          within: tuple[float, float] | None = UNIT) -> Groups:
+    """Per group: the mean now and before (t intervals, cut to ``within``, the values'
+    range) and the change (Welch)."""
+    def mean(m: Moments) -> dict[str, Any]:
+        return t_mean(m, confidence, within).as_dict()
 
-
-def means(now: Mapping[str, Sequence[float]], before: Mapping[str, Sequence[float]],
-          min_replies: int = MIN_REPLIES, confidence: float = CONFIDENCE) -> Groups:
-    """Per group: the mean now and before (bootstrap intervals) and the change."""
     rows, too_few = [], []
-    for key, values in now.items():
-        if len(values) < min_replies:
-            too_few.append((key, len(values)))
+    for key, m in now.items():
+        if m.n < min_replies:
+            too_few.append((key, m.n))
             continue
-        earlier = before.get(key, ())
-        if len(earlier) < min_replies:
-            rows.append(Row(key, bootstrap_mean(values, confidence).as_dict()))
+        earlier = before.get(key, Moments())
+        if earlier.n < min_replies:
+            rows.append(Row(key, mean(m)))
             continue
-        rows.append(Row(key, bootstrap_mean(values, confidence).as_dict(),
-                        bootstrap_mean(earlier, confidence).as_dict(),
-                        _diff(bootstrap_diff(earlier, values, confidence))))
+        rows.append(Row(key, mean(m), mean(earlier), _diff(welch_diff(earlier, m, confidence))))
     return Groups(rows, too_few, min_replies)
 
 
@@ -103,16 +97,16 @@ def rates(now: Mapping[str, tuple[int, int]], before: Mapping[str, tuple[int, in
     return Groups(rows, too_few, min_replies)
 
 
-def gaps(groups: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+def gaps(groups: Mapping[str, tuple[Moments, Moments]],
          min_replies: int = MIN_REPLIES, confidence: float = CONFIDENCE) -> Groups:
-    """Per group, (its values, the rest's values): the group's mean minus the rest's, with the
-    bootstrap interval of that difference. Both sides need the minimum."""
+    """Per group, (its sample, the rest's): the group's mean minus the rest's, with Welch's
+    interval of that difference. Both sides need the minimum."""
     rows, too_few = [], []
     for key, (group, rest) in groups.items():
-        if len(group) < min_replies or len(rest) < min_replies:
-            too_few.append((key, len(group)))
+        if group.n < min_replies or rest.n < min_replies:
+            too_few.append((key, group.n))
             continue
-        rows.append(Row(key, bootstrap_mean(group, confidence).as_dict(),
-                        bootstrap_mean(rest, confidence).as_dict(),
-                        _diff(bootstrap_diff(rest, group, confidence))))
+        rows.append(Row(key, t_mean(group, confidence, UNIT).as_dict(),
+                        t_mean(rest, confidence, UNIT).as_dict(),
+                        _diff(welch_diff(rest, group, confidence))))
     return Groups(rows, too_few, min_replies)

@@ -53,7 +53,7 @@ def _mechanisms(data: dict[str, Any]) -> Panel:
     return Panel("plot-mechanisms", "EPITOME mechanisms and emotion alignment per bot and model",
                  "Mean level (0 none, 1 weak, 2 strong) of emotional reactions (ER), "
                  "interpretations (IP) and explorations (EX), and how well the reply's emotion "
-                 f"fits the user's (align, 0..1), with {_level(data)}% bootstrap intervals.",
+                 f"fits the user's (align, 0..1), with {_level(data)}% t intervals.",
                  figs.mechanisms(groups) if any(g.rows for g in groups.values()) else None,
                  too_few, data["settings"].min_replies)
 
@@ -98,8 +98,8 @@ def panels(data: dict[str, Any]) -> list[Panel]:
                          "replies is left blank.",
                          figs.empathy_weeks(data["empathy_weeks"], s.min_replies)))
     out.append(_groups("plot-empathy", "Empathy per bot and model: this week vs the week before",
-                       "Mean empathy.score. " + INTERVALS.format(level=_level(data),
-                                                                 method="bootstrap"),
+                       "Mean empathy.score. " + INTERVALS.format(
+                           level=_level(data), method="Student's t; the change: Welch's"),
                        data["empathy"], lambda g: figs.paired(g, "empathy", figs.MEAN,
                                                               "mean empathy.score")))
     out.append(_groups("plot-missed", "Upset users missed per bot: this week vs the week before",
@@ -111,7 +111,7 @@ def panels(data: dict[str, Any]) -> list[Panel]:
     out.append(_groups(
         "plot-gap", "Empathy gap per user group",
         "Mean empathy of the replies to users who mention an identity group, minus that of the "
-        f"bot's other replies, with its {_level(data)}% bootstrap interval. Filled: the interval "
+        f"bot's other replies, with its {_level(data)}% Welch interval. Filled: the interval "
         "excludes 0, a gap larger than chance; hollow: within chance.",
         data["gap"], figs.gap))
     out.append(_mechanisms(data))

@@ -1,11 +1,14 @@
 """``chatmon report``: the weekly quality view as ONE self-contained HTML file, for teams without
 Grafana. It runs the weekly dashboard's own SQL (:mod:`dashboards.queries`) on the store and
-draws it with plotly; plotly.js is embedded inline, so the file works offline.
+draws it with plotly; plotly.js is embedded inline, so the file works offline. Its comparisons
+and their intervals come from the rollups (:mod:`pipeline.report.rollups`): the report reads a
+number of rows that grows with bots, models and weeks, not with turns (issue 41).
 
-The window: the 7 days ending at the newest stored turn (so a report on an export from last
-month is not empty), or ending now when the store has no turns; ``--until``/``--days`` override.
-"Week over week" compares it with the 7 days before. Trends show the 8 ISO weeks up to the end.
-Only aggregates and redacted excerpts appear in the report, never raw text.
+The window: the 7 days ending at the hour after the newest stored turn (so a report on an export
+from last month is not empty), or after now when the store has no turns; ``--until``/``--days``
+override, and the end is rounded up to the hour (the rollups count per hour). "Week over week"
+compares it with the 7 days before. Trends show the 8 ISO weeks up to the end. Only aggregates
+and redacted excerpts appear in the report, never raw text.
 """
 
 from __future__ import annotations
@@ -23,16 +26,16 @@ from dashboards import sqlrun
 from pipeline import __version__
 from pipeline.errors import ChatmonError
 from pipeline.report import comparisons as cmp
-from pipeline.report.estimates import Groups, split
+from pipeline.report import rollups, side_by_side
+from pipeline.report.estimates import Groups
 from pipeline.report.layout import CONFIG
 from pipeline.report.panels import panels
-from pipeline.report.replies import load as load_replies
 from pipeline.store import db
-from pipeline.store.models import TurnRow
+from pipeline.store.models import RollupRow
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 WORST_SHOWN = 10
-COMPARED_MODELS = 4
+HOUR = timedelta(hours=1)
 
 
 @dataclass(frozen=True)
@@ -45,16 +48,23 @@ class Window:
 
 
 def default_window(engine: Engine, until: datetime | None = None, days: int = 7) -> Window:
-    """``days`` days ending at ``until``, else at the newest stored turn, else now."""
+    """``days`` days ending at ``until``, else just after the newest stored turn, else now;
+    the end rounded up to the hour (UTC), so that the window is whole hours of rollups. The
+    newest turn's hour is the newest rollup hour with turns (by the rollups' primary key, not
+    a scan of the turns)."""
     if until is None:
         with engine.connect() as conn:
-            newest = conn.execute(select(func.max(TurnRow.ts))).scalar_one_or_none()
+            newest = conn.execute(select(func.max(RollupRow.bucket)).where(
+                RollupRow.detector == "", RollupRow.label == "", RollupRow.measure == "",
+                RollupRow.n > 0)).scalar_one_or_none()
         if isinstance(newest, str):  # SQLite without type processing
             newest = datetime.fromisoformat(newest)
-        until = newest + timedelta(seconds=1) if newest is not None else datetime.now(UTC)
+        until = newest + HOUR if newest is not None else datetime.now(UTC)
     if until.tzinfo is None:
         until = until.replace(tzinfo=UTC)
     until = until.astimezone(UTC)  # the report prints its window as UTC
+    hour = until.replace(minute=0, second=0, microsecond=0)
+    until = hour if hour == until else hour + HOUR
     return Window(until - timedelta(days=days), until)
 
 
@@ -76,46 +86,40 @@ def collect(engine: Engine, window: Window, s: cmp.Settings | None = None) -> di
         r["conversation_id"]: _rows(engine, q.CONVERSATION, window,
                                     conversation=r["conversation_id"])
         for r in data["worst"][:WORST_SHOWN]}
-    replies = load_replies(engine, window.previous().start, window.end)
-    now = [r for r in replies if r.ts >= window.start]
-    before = [r for r in replies if r.ts < window.start]
-    data["empathy"] = cmp.empathy(now, before, s)
-    data["missed"] = cmp.missed(now, before, s)
-    data["bot_empathy"] = cmp.mean(now, before, cmp.bot, lambda r: r.empathy, s)
-    data["mechanisms"] = cmp.mechanisms(now, s)
-    data["harms"] = cmp.harms(now, before, s)
-    data["stock_empathy"] = cmp.stock_empathy(now, before, s)
-    data["near_duplicates"] = cmp.near_duplicates(now, before, s)
-    data["gap"] = cmp.empathy_gap(now, s)
-    data["bots"] = per_bot(now, data["bot_empathy"], data["harms"], s.min_replies)
-    data["models"] = model_comparison(engine, window, s.confidence)
+    data.update(comparisons(engine, window, s))
+    return data
+
+
+def comparisons(engine: Engine, window: Window, s: cmp.Settings) -> dict[str, Any]:
+    """Every comparison the report draws, from the rollups of the window and the week before
+    (and the replies that follow a user-group mention, by index, for the empathy gap)."""
+    sums = rollups.load(engine, window.previous().start, window.start, window.end)
+    data: dict[str, Any] = {}
+    data["empathy"] = cmp.empathy_means(sums, s)
+    data["missed"] = cmp.missed(sums, s)
+    data["bot_empathy"] = cmp.mean(sums, cmp.bot, rollups.empathy(), s)
+    data["mechanisms"] = cmp.mechanisms(sums, s)
+    data["harms"] = cmp.harms(sums, s)
+    data["stock_empathy"] = cmp.stock_empathy(sums, s)
+    data["near_duplicates"] = cmp.near_duplicates(sums, s)
+    data["gap"] = cmp.empathy_gap(sums, rollups.group_empathy(
+        engine, window.previous().start, window.start, window.end), s)
+    data["bots"] = per_bot(sums, data["bot_empathy"], data["harms"], s.min_replies)
+    data["models"] = side_by_side.build(sums, s.confidence)
     data["settings"] = s
     return data
 
 
-def per_bot(now: list[Any], empathy: Groups, harms: dict[str, Groups],
+def per_bot(sums: rollups.Sums, empathy: Groups, harms: dict[str, Groups],
             min_replies: int) -> list[dict[str, Any]]:
     """The week-over-week table: per bot its replies, and its empathy and harm rows (None where
     the bot had too few replies)."""
-    replies = {k: len(v) for k, v in split(now, cmp.bot).items()}
+    replies = {k: cmp.replies(cells) for k, cells in sums.groups(rollups.NOW, cmp.bot).items()}
     rows_of = {"empathy": {r.key: r for r in empathy.rows},
                **{h: {r.key: r for r in g.rows} for h, g in harms.items()}}
     return [{"bot": bot, "replies": n, "enough": n >= min_replies,
              **{name: rows.get(bot) for name, rows in rows_of.items()}}
             for bot, n in replies.items()]
-
-
-def model_comparison(engine: Engine, window: Window, confidence: float = 0.95
-                     ) -> dict[str, Any] | None:
-    """``chatmon compare`` for the window's models with the most replies (up to 4; the first
-    is the reference), or None when the window holds fewer than two models."""
-    from pipeline.compare.data import Selection, models_in
-    from pipeline.compare.view import build
-
-    sel = Selection(since=window.start, until=window.end)
-    models = models_in(engine, sel, limit=COMPARED_MODELS)
-    return (build(engine, models, sel, confidence, require_replies=False)
-            if len(models) >= 2 else None)
 
 
 def render(engine: Engine, window: Window, generated_at: datetime | None = None,

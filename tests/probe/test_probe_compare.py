@@ -4,7 +4,7 @@ then, a dependence cue. After ``chatmon probe`` for each, with every default det
 templated model has clearly more repetition and manipulation flags and a lower mean empathy, in
 ``chatmon compare --json`` and in ``chatmon findings --json`` by model. Also: a probed turn is
 scored exactly like the same turn sent through ``chatmon run``, and the weekly report shows the
-models side by side."""
+models side by side (the signals its rollups hold)."""
 
 from __future__ import annotations
 
@@ -169,5 +169,7 @@ def test_weekly_report_puts_the_models_side_by_side(store: dict[str, Any],
     html = out.read_text()
     section = html.split('<section id="models">', 1)[1].split("</section>", 1)[0]
     assert f"{TEMPLATED} (n=20)" in section and f"{WARM} (n=20)" in section
-    assert "repetition" in section and "style.emoji" in section
-    assert "Empathy gap per group" in section and "older" in section
+    assert "repetition" in section and "empathy_failures" in section
+    # from the rollups (issue 41): the style profile and the paired-probe gap need each reply,
+    # so the report points to chatmon compare for them
+    assert "style.emoji" not in section and "chatmon compare --model A --model B" in section

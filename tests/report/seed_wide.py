@@ -23,10 +23,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, insert
+from sqlalchemy import Engine
 
 from pipeline.store import db
-from pipeline.store.models import FindingRow, TurnRow
+from pipeline.store.sink import Sink
 from tests.dashboards.seed import (
     EMPATHIC_PHRASES,
     PHRASES,
@@ -117,10 +117,15 @@ def rows(seed: int = 32) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 
 def seed_wide(engine: Engine) -> tuple[int, int]:
+    """The rows written through the sink (so the rollups are kept as in production), a few
+    hundred turns a batch."""
     turns, findings = rows()
-    with engine.begin() as conn:
-        conn.execute(insert(TurnRow), turns)
-        conn.execute(insert(FindingRow), findings)
+    sink, per_turn = Sink(engine), {}
+    for f in findings:
+        per_turn.setdefault(f["turn_id"], []).append(f)
+    for i in range(0, len(turns), 400):
+        batch = turns[i:i + 400]
+        sink.write(batch, [f for t in batch for f in per_turn.get(t["id"], ())])
     return len(turns), len(findings)
 
 

@@ -1,5 +1,7 @@
 """The report's statistics (pipeline/report/estimates.py) and its label rules (layout.py):
-groups under the minimum are left out and listed, intervals are chatmon compare's, and a
+groups under the minimum are left out and listed, rates have chatmon compare's intervals, means
+Student's t and Welch's from their moments (issue 41: the report reads rollups, not replies,
+so the bootstrap intervals these tests pinned before are now the moments' ones), and a
 difference counts only when its interval excludes 0."""
 
 from __future__ import annotations
@@ -8,22 +10,29 @@ import random
 
 import pytest
 
-from pipeline.compare.stats import bootstrap_diff, wilson
+from pipeline.compare.stats import Moments, welch_diff, wilson
 from pipeline.report import estimates as est
 from pipeline.report.layout import abbreviate, label_with_bot
 
 
-def _scores(n: int, centre: float, seed: int) -> list[float]:
+def _values(n: int, centre: float, seed: int) -> list[float]:
     rng = random.Random(seed)
     return [min(1.0, max(0.0, centre + rng.uniform(-0.1, 0.1))) for _ in range(n)]
 
 
+def _scores(n: int, centre: float, seed: int) -> Moments:
+    return Moments.of(_values(n, centre, seed))
+
+
 def test_groups_under_the_minimum_are_listed_not_estimated() -> None:
-    g = est.means({"a": _scores(19, 0.5, 1), "b": _scores(20, 0.5, 2), "c": [0.4]},
+    g = est.means({"a": _scores(19, 0.5, 1), "b": _scores(20, 0.5, 2),
+                   "c": Moments.of([0.4])},
                   {"a": _scores(30, 0.5, 3), "b": _scores(30, 0.5, 4)}, min_replies=20)
     assert [r.key for r in g.rows] == ["b"]
     assert g.too_few == [("a", 19), ("c", 1)]
     assert est.means({"b": _scores(5, 0.5, 2)}, {}, min_replies=5).rows[0].key == "b"
+    # a bot with replies but no empathy score is listed with 0
+    assert est.means({"none": Moments()}, {}).too_few == [("none", 0)]
 
 
 @pytest.mark.parametrize("before_n,now_centre,significant", [
@@ -39,7 +48,7 @@ def test_a_change_is_marked_only_when_its_interval_excludes_zero(
     if significant is None:
         assert row.before is None and row.change is None and not row.significant
         return
-    expected = bootstrap_diff(before, now).as_dict()
+    expected = welch_diff(before, now).as_dict()
     assert row.change is not None
     assert (row.change["low"], row.change["high"]) == (expected["low"], expected["high"])
     assert row.significant is significant
@@ -61,7 +70,8 @@ def test_rates_use_wilson_and_newcombe() -> None:
 def test_a_gap_needs_both_sides_and_counts_only_outside_chance() -> None:
     rest = _scores(60, 0.5, 7)
     g = est.gaps({"deaf": (_scores(50, 0.25, 8), rest), "same": (_scores(50, 0.5, 9), rest),
-                  "five": (_scores(5, 0.1, 10), rest), "no rest": (_scores(30, 0.5, 11), [])})
+                  "five": (_scores(5, 0.1, 10), rest),
+                  "no rest": (_scores(30, 0.5, 11), Moments())})
     rows = {r.key: r for r in g.rows}
     assert set(rows) == {"deaf", "same"}
     assert g.too_few == [("five", 5), ("no rest", 30)]
