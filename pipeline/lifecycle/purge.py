@@ -229,7 +229,8 @@ class Purger:
         transaction (and the dead letters of their conversations with ``dead_letters``;
         with ``subtract``, their contributions to the rollups)."""
         while True:
-            q = select(TurnRow.id, TurnRow.conversation_id).where(where).limit(self.batch_size)
+            q = select(TurnRow.id, TurnRow.conversation_id, TurnRow.ts).where(where) \
+                .limit(self.batch_size)
             if self.postgres:
                 q = q.with_for_update(skip_locked=True)
             try:
@@ -237,7 +238,9 @@ class Purger:
                     batch = conn.execute(q).all()
                     if not batch:
                         return
-                    got = self._delete_turns(conn, [r.id for r in batch], subtract)
+                    span = ((min(r.ts for r in batch), max(r.ts for r in batch))
+                            if self.postgres else None)
+                    got = self._delete_turns(conn, [r.id for r in batch], subtract, span)
                     if dead_letters:  # a tenant's or bot's: by their conversations
                         got.update(_by_conversation(conn, sorted({r.conversation_id
                                                                   for r in batch})))
@@ -249,11 +252,18 @@ class Purger:
             if len(batch) < self.batch_size:
                 return
 
-    def _delete_turns(self, conn: Connection, ids: list[str], subtract: bool) -> Counter[str]:
+    def _delete_turns(self, conn: Connection, ids: list[str], subtract: bool,
+                      span: tuple[datetime, datetime] | None = None) -> Counter[str]:
         """Delete the turns ``ids``, their findings and their reviews; with ``subtract``, take
-        what went out of the rollups (from the rows the deletes return)."""
+        what went out of the rollups (from the rows the deletes return). ``span`` (PostgreSQL:
+        the batch's first and last ts; a finding's ts is its turn's) confines the deletes to the
+        day partitions the batch is in, instead of probing every day's indexes for each id."""
         dialect = conn.dialect.name
         of_turns = scope.among(FindingRow.turn_id, ids, dialect)
+        of_ids = scope.among(TurnRow.id, ids, dialect)
+        if span is not None:
+            of_turns = of_turns & FindingRow.ts.between(*span)
+            of_ids = of_ids & TurnRow.ts.between(*span)
         columns = rollup.FINDING_COLUMNS if subtract else (FindingRow.id,)
         if dialect == "postgresql":
             found, reviews = _findings_and_reviews(conn, of_turns, columns)
@@ -261,7 +271,7 @@ class Purger:
             reviews = conn.execute(delete(ReviewRow).where(ReviewRow.finding_id.in_(
                 select(FindingRow.id).where(of_turns)))).rowcount or 0
             found = conn.execute(delete(FindingRow).where(of_turns).returning(*columns)).all()
-        turns = delete(TurnRow).where(scope.among(TurnRow.id, ids, dialect))
+        turns = delete(TurnRow).where(of_ids)
         if subtract:
             gone = conn.execute(turns.returning(*rollup.TURN_COLUMNS)).all()
             rollup.subtract(conn, gone, found)
