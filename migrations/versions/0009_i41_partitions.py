@@ -11,8 +11,8 @@ deleted children first; it does not lean on the cascades.
 The move: the old tables are renamed, their indexes dropped, the partitioned tables created with
 a partition for every day that holds rows (and the days ahead), the rows copied with
 ``INSERT ... SELECT``, the indexes built on the partitioned tables, the old tables dropped. It
-runs in the migration's one transaction: the store is locked meanwhile (docs/deploy.md: about a
-minute per million turns with their findings on two cores). Downgrade copies back to plain
+runs in the migration's one transaction: the store is locked meanwhile (docs/deploy.md: 386 s
+for 1M turns with 5M findings, 3.4 GB, on two loaded cores). Downgrade copies back to plain
 tables and restores the keys.
 
 Revision ID: 0009_i41_partitions
