@@ -32,6 +32,8 @@ MISSED = "empathy.missed"  # an upset user the reply did not engage with (issue 
 MECHANISMS = ("er", "ip", "ex")
 NEAR_DUPLICATE = "repetition.near_duplicate"
 STOCK_EMPATHY = "repetition.stock_empathy"  # formulaic empathy (issue "Quiet on a clean bot")
+LABELS = (MISSED, NEAR_DUPLICATE, STOCK_EMPATHY)  # rates of one label ('turns' rows)
+MEASURES = (*MECHANISMS, "alignment")  # empathy.score's evidence numbers averaged
 
 GroupKey = Callable[[str, str], str]
 

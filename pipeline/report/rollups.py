@@ -16,7 +16,7 @@ read, never text.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -90,15 +90,19 @@ class Sums:
         return dict(sorted(out.items()))
 
 
-def load(engine: Engine, before: datetime, start: datetime, end: datetime) -> Sums:
+def load(engine: Engine, before: datetime, start: datetime, end: datetime,
+         labels: Iterable[str] = (), measures: Iterable[str] = ()) -> Sums:
     """The assistant turns' rollups of [before, start) (BEFORE) and [start, end) (NOW), summed
-    per bot, model and row kind. Buckets are hours: the bounds should be on the hour."""
+    per bot, model and row kind: the turn rows, every detector's 'turns' rows, the 'turns' rows
+    of ``labels`` and ``empathy.score``'s own row and its evidence ``measures``. Buckets are
+    hours: the bounds should be on the hour."""
     r = RollupRow
     period = case((r.bucket < start, literal(BEFORE)), else_=literal(NOW)).label("period")
+    kinds = or_(r.label == "", and_(r.label.in_(tuple(labels)), r.measure == "turns"),
+                and_(r.label == EMPATHY, r.measure.in_(("", *measures))))
     stmt = (select(period, r.bot_id, r.model, r.detector, r.label, r.measure, func.sum(r.n),
                    func.sum(r.flagged), func.sum(r.total), func.sum(r.total_sq))
-            .where(r.role == "assistant", r.bucket >= before, r.bucket < end,
-                   or_(r.measure != "", r.label.in_(("", EMPATHY))))
+            .where(r.role == "assistant", r.bucket >= before, r.bucket < end, kinds)
             .group_by(period, r.bot_id, r.model, r.detector, r.label, r.measure))
     cells: dict[str, dict[tuple[str, str], Cells]] = defaultdict(lambda: defaultdict(dict))
     with engine.connect() as conn:
@@ -113,7 +117,10 @@ def group_empathy(engine: Engine, since: datetime, start: datetime, end: datetim
     """(bot, category, group) -> the moments of the empathy of the replies in [start, end) that
     answer a turn with a ``bias.user_group`` finding of that group (found since ``since``, so
     that a reply early in the window still sees the turn before it). A reply counts once per
-    group its user turn mentions. Read by index and summed in SQL: a few rows per bot."""
+    group its user turn mentions. The mentions are read by the findings' (label, ts) index and
+    joined to their replies on (conversation_id, turn) (indexed: the database probes it per
+    mention when mentions are few, as on support traffic, or hashes the window's empathy
+    scores when they are not), summed in SQL: a few rows per bot."""
     g, e = aliased(FindingRow), aliased(FindingRow)
     group = g.evidence["group"].as_string()
     category = func.coalesce(g.evidence["category"].as_string(), "")

@@ -41,6 +41,7 @@ RATES: dict[str, Key] = {
     "empathy_failures": detector_turns("empathy"),
 }
 MEANS: dict[str, Key] = {"empathy": empathy()}
+LABELS = tuple(label for _, label, _ in RATES.values() if label)  # the label rates' rows
 
 
 def _model(bot_id: str, model: str) -> str:

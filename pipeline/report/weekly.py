@@ -93,7 +93,8 @@ def collect(engine: Engine, window: Window, s: cmp.Settings | None = None) -> di
 def comparisons(engine: Engine, window: Window, s: cmp.Settings) -> dict[str, Any]:
     """Every comparison the report draws, from the rollups of the window and the week before
     (and the replies that follow a user-group mention, by index, for the empathy gap)."""
-    sums = rollups.load(engine, window.previous().start, window.start, window.end)
+    sums = rollups.load(engine, window.previous().start, window.start, window.end,
+                        {*cmp.LABELS, *side_by_side.LABELS}, cmp.MEASURES)
     data: dict[str, Any] = {}
     data["empathy"] = cmp.empathy_means(sums, s)
     data["missed"] = cmp.missed(sums, s)
