@@ -131,7 +131,8 @@ class Purger:
     def _cutoffs(self, retention: Retention, now: datetime) -> dict[str, str]:
         """The cut per stored tenant ('' is turns without one)."""
         with self.engine.connect() as conn:
-            tenants = [t for (t,) in conn.execute(select(TurnRow.tenant).distinct())]
+            tenants = (partitions.tenants(conn) if self.postgres
+                       else [t for (t,) in conn.execute(select(TurnRow.tenant).distinct())])
         return {t: cut.isoformat() for t in sorted(tenants)
                 if (cut := retention.cutoff(t, now)) is not None}
 

@@ -275,9 +275,16 @@ def _drop_pair(engine: Engine, turns: Partition, findings: Partition,
     return +counts, estimated
 
 
+def tenants(conn: Connection) -> list[str]:
+    """PostgreSQL: the distinct tenants of the stored turns, one probe of each partition's
+    (tenant, ts) index per tenant (``SELECT DISTINCT`` read the whole index: 0.5-0.9 s at a
+    million turns, minutes at a billion)."""
+    return _tenants(conn, "turns")
+
+
 def _tenants(conn: Connection, name: str) -> list[str]:
-    """The distinct tenants of a partition by a loose index scan of its (tenant, ts) index: one
-    probe per tenant instead of reading every row."""
+    """The distinct tenants of a table or partition by a loose index scan of its (tenant, ts)
+    index: one probe per tenant instead of reading every row."""
     return [t for (t,) in conn.execute(text(
         f"WITH RECURSIVE t(tenant) AS ((SELECT tenant FROM {name} ORDER BY tenant LIMIT 1) "
         f"UNION ALL SELECT (SELECT x.tenant FROM {name} x WHERE x.tenant > t.tenant "
