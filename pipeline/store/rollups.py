@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Table, delete, func, tuple_
+from sqlalchemy import Connection, Table, delete, func, text, tuple_
 
+from pipeline.store import pgjson
 from pipeline.store.db import dialect_insert
 from pipeline.store.models import ConversationRollupRow, PhraseRollupRow, RollupRow
 
@@ -105,15 +106,22 @@ def aggregate(turns: Iterable[Mapping[str, Any]], findings: Iterable[Mapping[str
             cell[2] += total
             cell[3] += total_sq
 
+    hours: dict[datetime, datetime] = {}
+
+    def hour(ts: datetime) -> datetime:
+        h = hours.get(ts)
+        if h is None:
+            h = hours[ts] = hour_of(ts)
+        return h
+
     for t in turns:
-        add((hour_of(t["ts"]), t["tenant"], t["bot_id"], t["model"], t["role"], "", "", ""),
-            1, 0)
+        add((hour(t["ts"]), t["tenant"], t["bot_id"], t["model"], t["role"], "", "", ""), 1, 0)
     by_turn: dict[str, list[Mapping[str, Any]]] = {}
     phrases: dict[tuple[Any, ...], list[Any]] = {}
     conversations: dict[str, list[Any]] = {}
     for f in findings:
         by_turn.setdefault(f["turn_id"], []).append(f)
-        dims = (hour_of(f["ts"]), f["tenant"], f["bot_id"], f["model"], f["role"])
+        dims = (hour(f["ts"]), f["tenant"], f["bot_id"], f["model"], f["role"])
         score, flagged = float(f["score"]), bool(f["flagged"])
         add((*dims, f["detector"], f["label"], ""), 1, int(flagged), score, score * score)
         for measure, path in EVIDENCE_NUMBERS.get(f["label"], ()):
@@ -144,20 +152,22 @@ def _turn_measures(add: Any, rows: list[Mapping[str, Any]],
         had_labels.add((detector, label))
         if flagged:
             had_flagged_labels.add((detector, label))
-    had_detectors = {d for d, _ in had_labels}
-    had_flagged_detectors = {d for d, _ in had_flagged_labels}
     first = rows[0]
     dims = (hour_of(first["ts"]), first["tenant"], first["bot_id"], first["model"],
             first["role"])
     labels = {(f["detector"], f["label"]) for f in rows}
     flagged_labels = {(f["detector"], f["label"]) for f in rows if f["flagged"]}
-    for d, lab in labels:
-        new, new_flag = (d, lab) not in had_labels, (d, lab) in flagged_labels - had_flagged_labels
+    new_flagged = flagged_labels - had_flagged_labels
+    for key in labels:
+        new, new_flag = key not in had_labels, key in new_flagged
         if new or new_flag:
-            add((*dims, d, lab, TURNS), int(new), int(new_flag))
+            add((*dims, *key, TURNS), int(new), int(new_flag))
+    had_detectors = {d for d, _ in had_labels}
+    had_flagged_detectors = {d for d, _ in had_flagged_labels}
+    flagged_detectors = {d for d, _ in flagged_labels}
     for d in {d for d, _ in labels}:
         new = d not in had_detectors
-        new_flag = d in {x for x, _ in flagged_labels} and d not in had_flagged_detectors
+        new_flag = d in flagged_detectors and d not in had_flagged_detectors
         if new or new_flag:
             add((*dims, d, "", TURNS), int(new), int(new_flag))
     if flagged_labels and not had_flagged_labels:
@@ -214,11 +224,24 @@ def _conversation(acc: dict[str, list[Any]], f: Mapping[str, Any]) -> None:
 
 def upsert(conn: Connection, rollups: Rollups) -> None:
     """Add ``rollups`` (from :func:`aggregate`: keys sorted, so concurrent writers take the
-    rows' locks in one order and never deadlock) in the caller's transaction."""
-    dialect = conn.dialect.name
-    insert = dialect_insert(dialect)
-    greatest = func.greatest if dialect == "postgresql" else _sqlite_max
-    least = func.least if dialect == "postgresql" else func.min
+    rows' locks in one order and never deadlock) in the caller's transaction. PostgreSQL: one
+    statement for the three tables, each an ``INSERT ... SELECT FROM json_to_recordset(:rows)
+    ... ON CONFLICT DO UPDATE`` (``pgjson.py``; a statement per row, even pipelined, cost a
+    batch more than its findings did)."""
+    if conn.dialect.name == "postgresql":
+        parts = [(name, model.__table__, key, rows, update) for name, model, key, rows, update in (
+            ("rollups_new", RollupRow, ROLLUP_KEY, rollups.rollups, _ADD_COUNTS),
+            ("phrases_new", PhraseRollupRow, PHRASE_KEY, rollups.phrases, _PHRASE_UPDATE),
+            ("conversations_new", ConversationRollupRow, ("conversation_id",),
+             rollups.conversations, _CONVERSATION_UPDATE)) if rows]
+        if parts:
+            ctes = ", ".join(
+                f"{name} AS ({pgjson.insert_sql(t, name, key, 'DO UPDATE SET ' + update, 't')})"
+                for name, t, key, _rows, update in parts)
+            conn.execute(text(f"WITH {ctes} SELECT 1"), {
+                name: pgjson.rows_json(t, rows) for name, t, _key, rows, _update in parts})
+        return
+    insert = dialect_insert(conn.dialect.name)
     if rollups.rollups:
         table: Table = RollupRow.__table__  # type: ignore[assignment]
         stmt = insert(table)
@@ -230,21 +253,34 @@ def upsert(conn: Connection, rollups: Rollups) -> None:
         stmt = insert(table)
         conn.execute(stmt.on_conflict_do_update(index_elements=list(PHRASE_KEY), set_={
             "n": table.c.n + stmt.excluded.n,
-            "max_share": greatest(table.c.max_share, stmt.excluded.max_share),
-            "max_replies": greatest(table.c.max_replies, stmt.excluded.max_replies)}),
+            "max_share": _sqlite_max(table.c.max_share, stmt.excluded.max_share),
+            "max_replies": _sqlite_max(table.c.max_replies, stmt.excluded.max_replies)}),
             rollups.phrases)
     if rollups.conversations:
         table = ConversationRollupRow.__table__  # type: ignore[assignment]
         stmt = insert(table)
         ex = stmt.excluded
         conn.execute(stmt.on_conflict_do_update(index_elements=["conversation_id"], set_={
-            "tenant": least(table.c.tenant, ex.tenant),
-            "bot_id": least(table.c.bot_id, ex.bot_id),
-            "started": least(table.c.started, ex.started),
-            "last": greatest(table.c["last"], ex["last"]),
+            "tenant": func.min(table.c.tenant, ex.tenant),
+            "bot_id": func.min(table.c.bot_id, ex.bot_id),
+            "started": func.min(table.c.started, ex.started),
+            "last": func.max(table.c["last"], ex["last"]),
             **{c: table.c[c] + ex[c] for c in ("harm_flagged", "empathy_n", "empathy_total",
                                                "repetition_flagged")}}),
             rollups.conversations)
+
+
+_ADD_COUNTS = ", ".join(f"{c} = t.{c} + excluded.{c}" for c in ("n", "flagged", "total",
+                                                                  "total_sq"))
+_PHRASE_UPDATE = ("n = t.n + excluded.n, max_share = GREATEST(t.max_share, excluded.max_share), "
+                  "max_replies = GREATEST(t.max_replies, excluded.max_replies)")
+_CONVERSATION_UPDATE = (
+    "tenant = LEAST(t.tenant, excluded.tenant), bot_id = LEAST(t.bot_id, excluded.bot_id), "
+    "started = LEAST(t.started, excluded.started), "
+    '"last" = GREATEST(t."last", excluded."last"), '
+    + ", ".join(f"{c} = t.{c} + excluded.{c}" for c in ("harm_flagged", "empathy_n",
+                                                         "empathy_total",
+                                                         "repetition_flagged")))
 
 
 def _sqlite_max(a: Any, b: Any) -> Any:
