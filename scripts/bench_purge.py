@@ -24,6 +24,7 @@ import platform
 import sys
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from sqlalchemy.engine import make_url  # noqa: E402
 
 from pipeline.lifecycle.purge import EXPIRED, Purger, Request  # noqa: E402
 from pipeline.lifecycle.retention import Retention  # noqa: E402
-from pipeline.store import db  # noqa: E402
+from pipeline.store import db, partitions  # noqa: E402
 
 DEFAULT_ADMIN = os.environ.get("CHATMON_TEST_POSTGRES_URL",
                                "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
@@ -71,6 +72,9 @@ def fill(url: str, n: int) -> float:
     with engine.begin() as conn:
         conn.execute(text("TRUNCATE reviews, findings, turns, dead_letters, deletions, purges, "
                           "rollups, phrase_rollups, conversation_rollups"))
+        # The day partitions of the 120 days (an expiry of the previous fill dropped some).
+        today = datetime.now(UTC).date()
+        partitions.ensure(conn, [today - timedelta(days=d) for d in range(122)])
         for stmt in FILL.split(";"):
             if stmt.strip():
                 conn.execute(text(stmt), {"n": n})
