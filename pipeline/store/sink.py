@@ -112,10 +112,11 @@ class Sink:
     def _insert_new(self, conn: Connection, turns: Sequence[Mapping[str, Any]],
                     findings: Sequence[Mapping[str, Any]]
                     ) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
-        """Insert the turns and findings (``ON CONFLICT DO NOTHING ... RETURNING id``); the
-        ones that were new, for the rollups. PostgreSQL: both in one statement, each table's
-        rows one JSON parameter (``pgjson.py``: a multi-row ``VALUES`` made writes 3.5 times
-        slower); SQLite: in chunks of ``_CHUNK`` rows."""
+        """Insert the turns and findings (``ON CONFLICT DO NOTHING``); the ones that were new,
+        for the rollups. PostgreSQL: both in one statement, ``RETURNING id``, each table's rows
+        one JSON parameter (``pgjson.py``: a multi-row ``VALUES`` made writes 3.5 times
+        slower). SQLite: the ids already stored are read first, then executemany (``RETURNING``
+        there, a multi-row ``VALUES`` too, doubled the write's time)."""
         tables = [(TurnRow.__table__, turns), (FindingRow.__table__, findings)]
         new: set[str] = set()
         if self.dialect == "postgresql":
@@ -128,12 +129,17 @@ class Sink:
                 new.update(conn.execute(text(f"WITH {ctes} {union}"), {
                     name: pgjson.rows_json(t, rows) for name, (t, rows) in parts.items()  # type: ignore[arg-type]
                 }).scalars())
-        else:
+        else:  # SQLite: one writer at a time (BEGIN IMMEDIATE), so what was there stays there
             for table, rows in tables:
-                stmt = self._insert_ignore(table).returning(table.c.id)  # type: ignore[arg-type]
+                ids = [r["id"] for r in rows]
+                had = {i for chunk in _id_chunks(ids) for i in conn.execute(
+                    select(table.c.id).where(table.c.id.in_(chunk))).scalars()}  # type: ignore[attr-defined]
+                new.update(i for i in ids if i not in had)
                 for chunk in _chunks(rows):
-                    new.update(conn.execute(stmt, chunk).scalars())
-        return [r for r in turns if r["id"] in new], [r for r in findings if r["id"] in new]
+                    conn.execute(self._insert_ignore(table), chunk)  # type: ignore[arg-type]
+        seen: set[str] = set()  # a row twice in one batch is stored once
+        return ([r for r in turns if r["id"] in new and _first(seen, r["id"])],
+                [r for r in findings if r["id"] in new and _first(seen, r["id"])])
 
     def cover_partitions(self, *batches: Sequence[Mapping[str, Any]]) -> None:
         """PostgreSQL: create the day partitions of turns and findings that the rows' ``ts``
@@ -217,6 +223,18 @@ def insert_ignore(dialect: str, table: Table) -> Any:
 def conflict_key(dialect: str, table: Table) -> list[str]:
     """The conflict target of ``insert_ignore``: ``(id, ts)`` on the partitioned tables."""
     return ["id", "ts"] if dialect == "postgresql" and table.name in PARTITIONED else ["id"]
+
+
+def _id_chunks(ids: Sequence[str]) -> Iterable[Sequence[str]]:
+    for i in range(0, len(ids), _CHUNK):
+        yield ids[i: i + _CHUNK]
+
+
+def _first(seen: set[str], key: str) -> bool:
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
 
 
 def _chunks(rows: Sequence[Mapping[str, Any]]) -> Iterable[list[Mapping[str, Any]]]:
