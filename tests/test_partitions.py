@@ -229,3 +229,22 @@ def test_migration_moves_a_filled_store_and_back(postgres_server_url: str) -> No
     finally:
         engine.dispose()
         db.upgrade(url)
+
+
+def test_a_busy_table_leaves_the_day_to_the_row_deletes(engine: Engine,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long reader holds the turns table: the drop gives up after the lock timeout and the
+    expired rows still go, by rows; nothing past the cut is left."""
+    monkeypatch.setattr(partitions, "LOCK_TIMEOUT", "300ms")
+    turns, findings = conversation("busy", datetime(2026, 11, 2, 6, tzinfo=UTC), "acme")
+    Sink(engine).write(turns, findings)
+    reader = engine.connect()
+    try:
+        reader.execute(text("SELECT count(*) FROM turns"))  # ACCESS SHARE until it ends
+        result = Purger(engine, "test").run(Request(EXPIRED, retention=Retention(10)), now=NOW)
+    finally:
+        reader.rollback()
+        reader.close()
+    assert not result.partitions and "turns_p20261102" in named(engine, "turns")
+    assert result.rows["turns"] == 2 and result.rows["findings"] == 2
+    assert ids(engine, TurnRow.id) == set() and ids(engine, FindingRow.id) == set()
