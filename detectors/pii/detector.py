@@ -28,6 +28,11 @@ a user turn analysed again for redaction) are analysed once. Keys are BLAKE2b di
 text, values are entity types, offsets and scores: the cache holds no text. ``cache_size=0``
 turns it off.
 
+Option ``catalogue`` (a file from ``chatmon pii catalogue learn``, ``detectors.pii.recurrence``):
+a PERSON or LOCATION span that recurs across the turn's bot's conversations is a catalogue
+entry (a menu item, a title), dropped unless a given name, a person cue or a place list says
+otherwise; the file's digest is part of ``version``.
+
 Redaction (``redact`` / ``redact_with``) is recall-oriented: it replaces every finding scoring
 at least ``redact_threshold`` with ``<ENTITY>`` (default 0.2, below the flagging thresholds of
 0.5: a bare digit group that looks like a phone but has no context word scores 0.2 and is
