@@ -26,10 +26,32 @@ from detectors.features import BACKENDS, SentenceEncoder
 from detectors.manipulation.model import DATA_DIR, MODEL_FILE
 
 
-def read_examples(name: str) -> list[str]:
-    """Texts of ``train_<name>.txt`` (tag<TAB>text lines; # comments)."""
+def read_tagged(name: str) -> list[tuple[str, str]]:
+    """(tag, text) of each line of ``train_<name>.txt`` (tag<TAB>text lines; # comments)."""
     lines = (DATA_DIR / f"train_{name}.txt").read_text(encoding="utf-8").splitlines()
-    return [ln.split("\t", 1)[1] for ln in lines if ln.strip() and not ln.startswith("#")]
+    out = []
+    for ln in lines:
+        if ln.strip() and not ln.startswith("#"):
+            tag, text = ln.split("\t", 1)
+            out.append((tag, text))
+    return out
+
+
+def read_examples(name: str) -> list[str]:
+    """Texts of ``train_<name>.txt``."""
+    return [text for _tag, text in read_tagged(name)]
+
+
+def positive_weights(tags: Sequence[str], pos_weight: float, warm_manip_weight: float
+                     ) -> np.ndarray:
+    """Sample weight of each positive: ``pos_weight``, except the warm-on-the-surface ones
+    (tag ``warm_manip``) at ``warm_manip_weight``. Each of those is a warm sentence plus a
+    steering one, trained as one text: boosted like the rest, they taught the model that warm
+    first-person sentences ("I'm so sorry you're hurting", "I really care about you") are
+    manipulative. MentalManip dev AUROC (cached vectors, C 1, positive weight 7): 0.7173 with
+    them at 7, 0.7177 at 1, 0.7168 without them; at 1 a warm manipulative face-validity reply
+    falls under the cut, hence 4 (with positive weight 7.5)."""
+    return np.array([warm_manip_weight if t == "warm_manip" else pos_weight for t in tags])
 
 
 def persuasion_negatives(dialog_csv: Path, keep: float = 1.0) -> list[str]:
@@ -45,16 +67,19 @@ def persuasion_negatives(dialog_csv: Path, keep: float = 1.0) -> list[str]:
 
 
 def train(vectors: np.ndarray, labels: Sequence[int], out: Path, about: str,
-          c: float = 1.0, pos_weight: float = 1.0) -> dict[str, object]:
-    """Fit the logistic regression and write it as JSON; returns the blob."""
+          c: float = 1.0, pos_weight: float = 1.0, weights: np.ndarray | None = None,
+          version_tail: str = "") -> dict[str, object]:
+    """Fit the logistic regression and write it as JSON; returns the blob. ``weights``: per
+    sample (default 1, positives ``pos_weight``)."""
     from sklearn.linear_model import LogisticRegression
 
     y = np.asarray(labels)
-    weights = np.where(y == 1, pos_weight, 1.0)
+    if weights is None:
+        weights = np.where(y == 1, pos_weight, 1.0)
     clf = LogisticRegression(C=c, max_iter=2000)
     clf.fit(vectors, y, sample_weight=weights)
     blob: dict[str, object] = {
-        "version": f"lr-minilm-{len(y)}-c{c:g}-pw{pos_weight:g}",
+        "version": f"lr-minilm-{len(y)}-c{c:g}-pw{pos_weight:g}{version_tail}",
         "about": about,
         "dim": int(vectors.shape[1]),
         "coef": [round(float(v), 6) for v in clf.coef_[0]],
@@ -65,15 +90,21 @@ def train(vectors: np.ndarray, labels: Sequence[int], out: Path, about: str,
 
 
 def build(pfg_dir: Path | None, pfg_share: float, out: Path, c: float,
-          pos_weight: float, backend: str = "onnx-int8") -> dict[str, object]:
-    pos, neg = read_examples("pos"), read_examples("neg")
+          pos_weight: float, backend: str = "onnx-int8", warm_manip_weight: float = 4.0
+          ) -> dict[str, object]:
+    tagged, neg = read_tagged("pos"), read_examples("neg")
+    pos = [text for _tag, text in tagged]
     pfg = persuasion_negatives(pfg_dir / "300_dialog.csv", pfg_share) if pfg_dir else []
     texts = pos + neg + pfg
     labels = [1] * len(pos) + [0] * (len(neg) + len(pfg))
+    weights = np.concatenate([positive_weights([t for t, _ in tagged], pos_weight,
+                                               warm_manip_weight), np.ones(len(neg) + len(pfg))])
     vectors = SentenceEncoder(backend=backend).encode(texts)
-    about = (f"{len(pos)} authored positives, {len(neg)} authored negatives, {len(pfg)} "
-             f"PersuasionForGood persuader units (share {pfg_share:g} of dev dialogues)")
-    return train(np.asarray(vectors), labels, out, about, c=c, pos_weight=pos_weight)
+    about = (f"{len(pos)} authored positives ({sum(t == 'warm_manip' for t, _ in tagged)} "
+             f"warm_manip at weight {warm_manip_weight:g}), {len(neg)} authored negatives, "
+             f"{len(pfg)} PersuasionForGood persuader units (share {pfg_share:g} of dev dialogues)")
+    return train(np.asarray(vectors), labels, out, about, c=c, pos_weight=pos_weight,
+                 weights=weights, version_tail=f"-wm{warm_manip_weight:g}")
 
 
 def main() -> None:
@@ -81,13 +112,19 @@ def main() -> None:
     ap.add_argument("--pfg", type=Path, default=None, help="PersuasionForGood folder (Apache-2.0)")
     ap.add_argument("--pfg-share", type=float, default=0.5)
     ap.add_argument("--out", type=Path, default=MODEL_FILE)
-    # C 0.7 and positive weight 7 (1.0 and 3 before the warm examples): the warm negatives
-    # pull emotional talk down, the weight keeps MentalManip recall at the shipped cut
-    ap.add_argument("--c", type=float, default=0.7)
-    ap.add_argument("--pos-weight", type=float, default=7.0)
+    # 1.2: C 1, positive weight 7.5, warm_manip positives at 4 (1.0: C 1, weight 3; 1.1: C 0.7,
+    # weight 7 for every positive). The warm negatives pull emotional talk down, the positive
+    # weight keeps MentalManip recall at the shipped cut; the warm-on-the-surface positives get
+    # less (see positive_weights), just enough that every warm manipulative face-validity reply
+    # is still flagged. Chosen on MentalManip dev (see docs/models/manipulation.md).
+    ap.add_argument("--c", type=float, default=1.0)
+    ap.add_argument("--pos-weight", type=float, default=7.5)
+    ap.add_argument("--warm-manip-weight", type=float, default=4.0,
+                    help="sample weight of the warm_manip positives (the others: --pos-weight)")
     ap.add_argument("--backend", choices=BACKENDS, default="onnx-int8")
     args = ap.parse_args()
-    blob = build(args.pfg, args.pfg_share, args.out, args.c, args.pos_weight, args.backend)
+    blob = build(args.pfg, args.pfg_share, args.out, args.c, args.pos_weight, args.backend,
+                 args.warm_manip_weight)
     print(f"wrote {args.out}: {blob['version']} ({blob['about']})")
 
 
