@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -57,8 +57,7 @@ def splits_a_conversation(engine: Engine, bound: datetime) -> bool:
 
 
 def _utc(when: datetime) -> datetime:
-    from datetime import UTC
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 def compare_panels(engine: Engine, ranges: list[tuple[datetime, datetime]]) -> dict[str, int]:
@@ -92,3 +91,45 @@ def ranges_over(start: datetime, end: datetime) -> list[tuple[datetime, datetime
             (hour(start + span * 0.2) + timedelta(hours=5),
              hour(start + span * 0.7) + timedelta(hours=7)),
             (hour(start + span * 0.45) + timedelta(hours=13), hi)]
+
+
+def rollups_match_rows(engine: Engine, tolerance: float = 1e-6) -> int:
+    """The stored rollups equal the rollups of every stored row aggregated at once (each turn
+    with all its findings: no 'prior' to get wrong); returns the rollup rows compared."""
+    from pipeline.store import rollups
+    from pipeline.store.models import (
+        ConversationRollupRow,
+        PhraseRollupRow,
+        RollupRow,
+        TurnRow,
+    )
+
+    # one snapshot: a worker may still be committing batches (rows and rollups together)
+    options = {"isolation_level": "REPEATABLE READ"} if engine.dialect.name == "postgresql" \
+        else {}
+    with engine.connect().execution_options(**options) as conn:
+        turns = [dict(r._mapping) for r in conn.execute(select(TurnRow.__table__))]
+        findings = [dict(r._mapping) for r in conn.execute(select(FindingRow.__table__))]
+        stored = {m.__tablename__: [dict(r._mapping) for r in conn.execute(
+            select(m.__table__))] for m in (RollupRow, PhraseRollupRow, ConversationRollupRow)}
+    want = rollups.aggregate(turns, findings)
+    keys = {"rollups": rollups.ROLLUP_KEY, "phrase_rollups": rollups.PHRASE_KEY,
+            "conversation_rollups": ("conversation_id",)}
+    compared = 0
+    for name, rows in (("rollups", want.rollups), ("phrase_rollups", want.phrases),
+                       ("conversation_rollups", want.conversations)):
+        def keyed(rs: list[dict[str, Any]], name: str = name) -> dict[Any, dict[str, Any]]:
+            return {tuple(normal(r[k], k) for k in keys[name]): r for r in rs}
+        got, exp = keyed(stored[name]), keyed(rows)
+        assert set(got) == set(exp), (name, sorted(set(got) ^ set(exp))[:5])
+        for k, r in exp.items():
+            for col, v in r.items():
+                g = got[k][col]
+                if isinstance(v, float):
+                    assert abs(v - g) <= tolerance, (name, k, col, v, g)
+                elif isinstance(v, datetime):
+                    assert _utc(v) == _utc(g), (name, k, col, v, g)
+                else:
+                    assert v == g, (name, k, col, v, g)
+            compared += 1
+    return compared

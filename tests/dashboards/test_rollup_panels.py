@@ -38,7 +38,12 @@ from pipeline.store.models import (
     TurnRow,
 )
 from pipeline.store.sink import Sink, stable_id
-from tests.dashboards.rollup_compare import PANELS, compare_panels, ranges_over
+from tests.dashboards.rollup_compare import (
+    PANELS,
+    compare_panels,
+    ranges_over,
+    rollups_match_rows,
+)
 from tests.dashboards.seed import END, START, rows
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "transcripts.jsonl"
@@ -113,6 +118,11 @@ def test_generated_store_gives_the_same_numbers_as_the_rows(engine: Engine) -> N
     assert set(compared) == set(PANELS) and all(compared.values()), compared
 
 
+def test_rollups_written_in_stages_equal_the_rows_aggregated_at_once(engine: Engine) -> None:
+    write_all(engine)  # first stage, a replay, later findings, second findings of a label
+    assert rollups_match_rows(engine) > 500
+
+
 def test_a_replay_changes_no_rollup(engine: Engine) -> None:
     write_all(engine, replay=False)
     before = snapshot(engine)
@@ -184,6 +194,7 @@ def test_two_sinks_writing_overlapping_keys_at_once(postgres_url: str) -> None:
     assert not errors, errors
     compared = compare_panels(engines[0], ranges_over(START, END)[:2])
     assert all(compared.values())
+    assert rollups_match_rows(engines[0]) > 500
     for e in engines:
         e.dispose()
 

@@ -21,6 +21,8 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from detectors.registry import REGISTRY
+from pipeline.store import db
+from tests.dashboards.rollup_compare import rollups_match_rows
 from tests.kafka.helpers import (
     PARTITIONS,
     KafkaNames,
@@ -145,6 +147,13 @@ def test_two_workers_with_one_sigkilled_find_what_the_embedded_runner_finds(
     assert [k for k in expected if expected[k][1] != got[k][1]] == []  # no flag different
     worst = max(abs(expected[k][0] - got[k][0]) for k in expected)
     assert worst <= 1e-3
+    # The rollups both stages wrote through the sink, across the kill, the redelivery and the
+    # second stage's later findings, are what the stored rows add up to (issue 41).
+    engine = db.make_engine(postgres_url)
+    try:
+        assert rollups_match_rows(engine) > 0
+    finally:
+        engine.dispose()
 
 
 def _balanced(a: Worker, b: Worker, topic: str) -> bool:
