@@ -60,9 +60,10 @@ class ToxicityDetector:
         if backend == "offline":
             self._impl = OfflineToxicity()
             self.features = frozenset({EMBEDDING, SENTENCES})
-            # offline-2: obscene needs a listed vulgar word or slur; heads retrained with benign
-            # support and warm replies as negatives
-            self.version = "offline-2"
+            # offline-3: heads retrained with warm lines on envy, money and possessions as
+            # negatives. offline-2: obscene needs a listed vulgar word or slur; heads retrained
+            # with benign support and warm replies as negatives
+            self.version = "offline-3"
             self.languages = frozenset({"en"})
         else:
             from detectors.toxicity.detoxify_backend import DetoxifyBackend

@@ -139,6 +139,7 @@ def _cached_features(texts: list[str], cache: Path, backend: str) -> np.ndarray:
         emb = SentenceEncoder(backend=backend).encode(missing)
         model = OfflineToxicity()
         model.profanity.load()
+        model.vulgar.load()  # profanity_features reads the obscene gate too (unused here)
         prof = model.profanity_features(missing, [split_sentences(t) for t in missing])
         logits = np.array([np.log(max(p, 1e-4) / max(1 - p, 1e-4)) for p, _ in prof])
         x = np.hstack([emb, logits[:, None]])
