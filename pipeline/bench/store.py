@@ -236,15 +236,21 @@ def time_report(url: str) -> tuple[float, float]:
     return seconds, usage.ru_maxrss / 1024  # KiB on Linux
 
 
-def time_purge(engine: Any, plan: Plan) -> tuple[float, dict[str, int]]:
-    """``purge --expired`` with 21 days' retention as of the end of the data."""
+def time_purge(engine: Any, plan: Plan) -> tuple[float, dict[str, Any]]:
+    """``purge --expired`` with 21 days' retention as of the end of the data: its seconds, and
+    the rows it removed (``partitions``: the day partitions it dropped whole, where the store
+    has them)."""
     from pipeline.lifecycle.purge import EXPIRED, Purger, Request
     from pipeline.lifecycle.retention import Retention
 
     t0 = time.perf_counter()
     res = Purger(engine, "chatmon bench --store").run(
         Request(scope=EXPIRED, retention=Retention(days=RETENTION_DAYS)), now=plan.end)
-    return time.perf_counter() - t0, dict(sorted(res.rows.items()))
+    seconds = time.perf_counter() - t0
+    rows: dict[str, Any] = dict(sorted(res.rows.items()))
+    if getattr(res, "partitions", None):
+        rows["partitions"] = len(res.partitions)
+    return seconds, rows
 
 
 def revision() -> str:
@@ -320,7 +326,7 @@ def render(result: dict[str, Any]) -> str:
           for name, s in result["queries"].items()),
         f"chatmon report: {result['report_s']} s, {result['report_rss_mb']} MB peak RSS",
         f"purge --expired (oldest week): {result['purge_expired_s']} s, "
-        f"{sum(result['purge_rows'].values()):,} rows",
+        f"{sum(v for k, v in result['purge_rows'].items() if k != 'partitions'):,} rows",
         f"machine: {m['cores']} cores, {m['cpu_model']}; load average at the end "
         f"{m['load_avg_end']}",
     ]
