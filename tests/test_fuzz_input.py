@@ -98,7 +98,7 @@ def check_run(url: str, proc: Any, tmp_path: Path, data: bytes, logs: Any, capsy
         event(f"dead letter: {reason}")
     dlq = Path(f"{src}.dlq.jsonl")
     out = capsys.readouterr()
-    new_logs = "\n".join(logs.formatter.format(r) for r in logs.records[logged:])
+    new_logs = "\n".join(logs.handler.formatter.format(r) for r in logs.records[logged:])
     assert "Traceback" not in new_logs + out.err
     assert_no_planted(store="\n".join(rows - old_rows), logs=new_logs, stdout=out.out,
                       stderr=out.err,
@@ -172,7 +172,7 @@ def test_serve_answers_every_request_and_leaks_nothing(
     assert total.turns_stored + total.duplicates_skipped + rejected == total.records
     assert total.records == sum(len(split_body(b)) for b in requests)
     assert counts["turns"] - before["turns"] == total.turns_stored
-    new_logs = "\n".join(logs.formatter.format(r) for r in logs.records[logged:])
+    new_logs = "\n".join(logs.handler.formatter.format(r) for r in logs.records[logged:])
     assert "Traceback" not in new_logs
     assert_no_planted(store="\n".join(rows - old_rows), logs=new_logs,
                       answers="\n".join(answers))

@@ -101,6 +101,21 @@ def test_partitions_are_made_ahead_and_on_demand_and_a_replay_adds_nothing(
         turns[0]["id"]: turns[0]["content_hash"]}
 
 
+def test_the_last_day_a_timestamp_holds_gets_its_partition_and_finds_it_again(
+        engine: Engine) -> None:
+    """9999-12-31 is a valid ts (the store accepts it); its partition's upper bound is past what
+    Python's datetime holds (a fuzzed event found the OverflowError that dead-lettered it)."""
+    last = datetime(9999, 12, 31, 22, 0, tzinfo=UTC)
+    turns, findings = conversation("c-last", last, "acme", turns=2)
+    Sink(engine).write(turns, findings)
+    assert "turns_p99991231" in named(engine, "turns")
+    with engine.connect() as conn:
+        parts = partitions.partitions(conn, "turns")
+    assert parts[-1].name == "turns_p99991231" and parts[-1].hi.year == 9999
+    Sink(engine).write(turns, findings)  # a fresh sink finds the partition: no second CREATE
+    assert ids(engine, TurnRow.id) >= {t["id"] for t in turns}
+
+
 def test_expiry_drops_whole_partitions_and_row_deletes_the_rest(engine: Engine) -> None:
     """Days 1-20 of November: acme keeps 20 days (cut 5 Nov 12:00), globex 5 (cut 20 Nov
     12:00), 'hold' has no retention and one conversation on 3 Nov, which keeps that day."""

@@ -77,9 +77,19 @@ def day_of(ts: datetime | str) -> date:
     return (ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)).date()
 
 
+# The upper bound of the partition of 9999-12-31, the last day a Python datetime holds (the
+# store accepts it): PostgreSQL writes it as 10000-01-01, which Python cannot read.
+_END = datetime.max.replace(tzinfo=UTC)
+_END_SQL = "10000-01-01 00:00:00+00"
+
+
 def day_bounds(day: date) -> tuple[datetime, datetime]:
     lo = datetime(day.year, day.month, day.day, tzinfo=UTC)
-    return lo, lo + timedelta(days=1)
+    return lo, (_END if day == date.max else lo + timedelta(days=1))
+
+
+def _literal(ts: datetime) -> str:
+    return _END_SQL if ts == _END else ts.isoformat()
 
 
 def partition_name(table: str, day: date) -> str:
@@ -111,6 +121,8 @@ def partitions(conn: Connection, table: str) -> list[Partition]:
 
 
 def _ts(literal: str) -> datetime:
+    if literal.startswith("10000-"):
+        return _END
     value = datetime.fromisoformat(literal.replace(" ", "T"))
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
@@ -140,7 +152,7 @@ def ensure(conn: Connection, days: Iterable[date]) -> list[str]:
             # them). LIKE copies the columns, NOT NULLs and defaults; ATTACH adds the indexes.
             conn.execute(text(f"CREATE TABLE {name} (LIKE {table} INCLUDING DEFAULTS)"))
             conn.execute(text(f"ALTER TABLE {table} ATTACH PARTITION {name} FOR VALUES FROM "
-                              f"('{lo.isoformat()}') TO ('{hi.isoformat()}')"))
+                              f"('{_literal(lo)}') TO ('{_literal(hi)}')"))
             made.append(name)
     return made
 
@@ -199,6 +211,8 @@ def _days(p: Partition) -> Iterable[date]:
     while datetime(day.year, day.month, day.day, tzinfo=UTC) < p.hi:
         if day_bounds(day)[0] >= p.lo and day_bounds(day)[1] <= p.hi:
             yield day
+        if day == date.max:
+            return
         day += timedelta(days=1)
 
 
