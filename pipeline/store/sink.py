@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, Table, select, text, update
 from sqlalchemy.exc import (
@@ -71,11 +71,9 @@ class Sink:
         out: dict[str, str] = {}
         try:
             with self.engine.connect() as conn:
-                for i in range(0, len(ids), _CHUNK):
+                for chunk in _chunks(ids):
                     rows = conn.execute(
-                        select(TurnRow.id, TurnRow.content_hash).where(
-                            TurnRow.id.in_(ids[i : i + _CHUNK])
-                        )
+                        select(TurnRow.id, TurnRow.content_hash).where(TurnRow.id.in_(chunk))
                     )
                     out.update({r.id: r.content_hash for r in rows})
         except SQLAlchemyError as exc:
@@ -132,7 +130,7 @@ class Sink:
         else:  # SQLite: one writer at a time (BEGIN IMMEDIATE), so what was there stays there
             for table, rows in tables:
                 ids = [r["id"] for r in rows]
-                had = {i for chunk in _id_chunks(ids) for i in conn.execute(
+                had = {i for chunk in _chunks(ids) for i in conn.execute(
                     select(table.c.id).where(table.c.id.in_(chunk))).scalars()}  # type: ignore[attr-defined]
                 new.update(i for i in ids if i not in had)
                 for chunk in _chunks(rows):
@@ -197,8 +195,7 @@ def _prior(conn: Connection, new_findings: Sequence[Mapping[str, Any]],
         return {}
     ids = {f["id"] for f in new_findings}
     out: dict[str, list[tuple[str, str, bool]]] = {}
-    for i in range(0, len(earlier), _CHUNK):
-        chunk = earlier[i: i + _CHUNK]
+    for chunk in _chunks(earlier):
         if conn.dialect.name == "postgresql":
             conn.execute(select(TurnRow.id).where(TurnRow.id.in_(chunk)).order_by(TurnRow.id)
                          .with_for_update(key_share=True)).all()
@@ -225,11 +222,6 @@ def conflict_key(dialect: str, table: Table) -> list[str]:
     return ["id", "ts"] if dialect == "postgresql" and table.name in PARTITIONED else ["id"]
 
 
-def _id_chunks(ids: Sequence[str]) -> Iterable[Sequence[str]]:
-    for i in range(0, len(ids), _CHUNK):
-        yield ids[i: i + _CHUNK]
-
-
 def _first(seen: set[str], key: str) -> bool:
     if key in seen:
         return False
@@ -237,9 +229,13 @@ def _first(seen: set[str], key: str) -> bool:
     return True
 
 
-def _chunks(rows: Sequence[Mapping[str, Any]]) -> Iterable[list[Mapping[str, Any]]]:
-    for i in range(0, len(rows), _CHUNK):
-        yield list(rows[i : i + _CHUNK])
+T = TypeVar("T")
+
+
+def _chunks(items: Sequence[T]) -> Iterable[list[T]]:
+    """``items`` in slices of ``_CHUNK``: rows per INSERT, ids per ``IN (...)``."""
+    for i in range(0, len(items), _CHUNK):
+        yield list(items[i : i + _CHUNK])
 
 
 _PLAIN = (str, int, bool, type(None))
