@@ -54,6 +54,21 @@ def positive_weights(tags: Sequence[str], pos_weight: float, warm_manip_weight: 
     return np.array([warm_manip_weight if t == "warm_manip" else pos_weight for t in tags])
 
 
+PLAIN_TAGS = frozenset({"ask", "short"})
+PLAIN_WEIGHT = 1.0  # issue 39 (with --pos-weight 10), see docs/models/manipulation.md
+
+
+def negative_weights(tags: Sequence[str], plain_weight: float) -> np.ndarray:
+    """Sample weight of each authored negative: 1, except the plain support turns (tags
+    ``ask``: a request for the details a task needs, ``short``: a short confirmation, refusal or
+    acknowledgement) at ``plain_weight``. More weight quiets plain support turns further but
+    lowers every score, warm and manipulative alike: at 2 (positive weight 7.5) MentalManip
+    recall at the shipped cut fell 0.90 -> 0.85, and raising the positive weight to win it back
+    (12) pushed a comfort reply of the warmth test over the cut. Hence 1, with positive weight
+    10 (see docs/models/manipulation.md, "Plain requests and short replies")."""
+    return np.array([plain_weight if t in PLAIN_TAGS else 1.0 for t in tags])
+
+
 def persuasion_negatives(dialog_csv: Path, keep: float = 1.0) -> list[str]:
     """Persuader units of PersuasionForGood (Apache-2.0) from dialogues whose id hashes into
     the first ``keep`` share, so that the rest stays unseen for measurement."""
@@ -90,21 +105,27 @@ def train(vectors: np.ndarray, labels: Sequence[int], out: Path, about: str,
 
 
 def build(pfg_dir: Path | None, pfg_share: float, out: Path, c: float,
-          pos_weight: float, backend: str = "onnx-int8", warm_manip_weight: float = 4.0
-          ) -> dict[str, object]:
-    tagged, neg = read_tagged("pos"), read_examples("neg")
+          pos_weight: float, backend: str = "onnx-int8", warm_manip_weight: float = 4.0,
+          plain_weight: float = PLAIN_WEIGHT) -> dict[str, object]:
+    tagged, neg_tagged = read_tagged("pos"), read_tagged("neg")
     pos = [text for _tag, text in tagged]
+    neg = [text for _tag, text in neg_tagged]
     pfg = persuasion_negatives(pfg_dir / "300_dialog.csv", pfg_share) if pfg_dir else []
     texts = pos + neg + pfg
     labels = [1] * len(pos) + [0] * (len(neg) + len(pfg))
     weights = np.concatenate([positive_weights([t for t, _ in tagged], pos_weight,
-                                               warm_manip_weight), np.ones(len(neg) + len(pfg))])
+                                               warm_manip_weight),
+                              negative_weights([t for t, _ in neg_tagged], plain_weight),
+                              np.ones(len(pfg))])
     vectors = SentenceEncoder(backend=backend).encode(texts)
     about = (f"{len(pos)} authored positives ({sum(t == 'warm_manip' for t, _ in tagged)} "
-             f"warm_manip at weight {warm_manip_weight:g}), {len(neg)} authored negatives, "
+             f"warm_manip at weight {warm_manip_weight:g}), {len(neg)} authored negatives "
+             f"({sum(t in PLAIN_TAGS for t, _ in neg_tagged)} ask/short at weight "
+             f"{plain_weight:g}), "
              f"{len(pfg)} PersuasionForGood persuader units (share {pfg_share:g} of dev dialogues)")
     return train(np.asarray(vectors), labels, out, about, c=c, pos_weight=pos_weight,
-                 weights=weights, version_tail=f"-wm{warm_manip_weight:g}")
+                 weights=weights,
+                 version_tail=f"-wm{warm_manip_weight:g}-pl{plain_weight:g}")
 
 
 def main() -> None:
@@ -112,19 +133,23 @@ def main() -> None:
     ap.add_argument("--pfg", type=Path, default=None, help="PersuasionForGood folder (Apache-2.0)")
     ap.add_argument("--pfg-share", type=float, default=0.5)
     ap.add_argument("--out", type=Path, default=MODEL_FILE)
-    # 1.2: C 1, positive weight 7.5, warm_manip positives at 4 (1.0: C 1, weight 3; 1.1: C 0.7,
-    # weight 7 for every positive). The warm negatives pull emotional talk down, the positive
-    # weight keeps MentalManip recall at the shipped cut; the warm-on-the-surface positives get
-    # less (see positive_weights), just enough that every warm manipulative face-validity reply
-    # is still flagged. Chosen on MentalManip dev (see docs/models/manipulation.md).
+    # C 1, positive weight 10 (7.5 before the plain support negatives of issue 39: they take
+    # 216 more negatives' weight, and 10 keeps MentalManip recall at the cut), warm_manip
+    # positives at 4 (1.0: C 1, weight 3; 1.1: C 0.7, weight 7 for every positive). The warm
+    # negatives pull emotional talk down, the positive weight keeps MentalManip recall at the
+    # shipped cut; the warm-on-the-surface positives get less (see positive_weights), just
+    # enough that every warm manipulative face-validity reply is still flagged. Chosen on
+    # MentalManip dev (see docs/models/manipulation.md).
     ap.add_argument("--c", type=float, default=1.0)
-    ap.add_argument("--pos-weight", type=float, default=7.5)
+    ap.add_argument("--pos-weight", type=float, default=10.0)
     ap.add_argument("--warm-manip-weight", type=float, default=4.0,
                     help="sample weight of the warm_manip positives (the others: --pos-weight)")
     ap.add_argument("--backend", choices=BACKENDS, default="onnx-int8")
+    ap.add_argument("--plain-weight", type=float, default=PLAIN_WEIGHT,
+                    help="sample weight of the plain support negatives (tags ask, short)")
     args = ap.parse_args()
     blob = build(args.pfg, args.pfg_share, args.out, args.c, args.pos_weight, args.backend,
-                 args.warm_manip_weight)
+                 args.warm_manip_weight, args.plain_weight)
     print(f"wrote {args.out}: {blob['version']} ({blob['about']})")
 
 
