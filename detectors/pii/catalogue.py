@@ -19,6 +19,17 @@ otherwise. Evidence read from the text only, so the decision is a pure function 
 - **a fixture** ("Eagles Vs Cowboys") or **a media credit**: "by" before the name in a sentence
   about songs, albums or films ("Curious by Hayley Kiyoko"; a credited artist or director is a
   public catalogue entry, not personal data);
+- **inside a venue's name** (pii 1.8.0): a word of ``VENUE_WORDS`` (hotel, inn, stadium,
+  theatre, cinema, museum, apartments, restaurant...) ends the span, or ends the capitalised run
+  right before it ("Hilton Hotel Sacramento", "Angel Stadium of Anaheim", "Beach Park
+  Apartments"), also after a place cue ("visit Beach Park Apartments");
+- **a thing that is called something** (pii 1.8.0): "a park called", "it is called", "one is
+  called", "the movie name is" (not "a guy called", "a nurse named": ``_PERSON_NOUN``);
+- **a performer in a listing of events** (pii 1.8.0): in a sentence about events, concerts,
+  shows or tickets, a name followed by "will perform", "is playing", "at <Venue>" or preceded by
+  "there's", "the popular", "featuring" ("There's Aaron Lewis at the Fillmore"): a performer the
+  bot lists is a public catalogue entry like a credited artist, not personal data; "for", "with",
+  "by", "to" or a strong cue before the name keeps it a person ("tickets held for Sam Porter");
 - **thing context**, only for a span with no given name of ``data/first_names.txt`` in it and
   no weak person cue ("for", "with", "by", "to") before it: a quantity or determiner before it
   ("two Frostbites", "an extra Frostbite", "our Premium"; not "the Castro novel", where the
@@ -75,6 +86,12 @@ _MODIFIERS = frozenset(
     frozen
     """.split()  # noqa: SIM905
 )
+# Nouns for people: "a guy called Sam" names a person, "a park called Alley Pond" a thing.
+_PERSON_NOUN = (r"(?:guy|man|men|woman|women|girl|boy|lady|gentleman|person|people|friend|"
+                r"colleague|customer|client|agent|someone|somebody|doctor|nurse|dentist|"
+                r"stylist|technician|engineer|driver|courier|neighbou?r|kid|child|son|"
+                r"daughter|brother|sister|mother|father|husband|wife|partner|cousin|"
+                r"uncle|aunt|nephew|niece|user|member|manager|teacher|student|rep)")
 # A thing noun right before the span, after a determiner or before "called", "named" or
 # "titled": "the song Shallow", "a movie called After", "a place called Zaoh", "the album
 # Lifers" (not "show Maria around": a verb takes no determiner).
@@ -84,12 +101,42 @@ _THING_NOUN = (r"(?:song|album|track|single|record|movie|film|show|series|episod
                r"plan|app|band|title)s?")
 _NAMED_THING = re.compile(
     rf"(?i)(?:\b(?:the|a|an|this|that|our|your|their|its)\s+(?:\w+\s+)?{_THING_NOUN}|"
-    rf"\b{_THING_NOUN}\s+(?:called|named|titled)|\btitled)\s+(?:the\s+)?$")
+    rf"\b{_THING_NOUN}\s+(?:called|named|titled)|\btitled|\b{_THING_NOUN}(?:'s)?\s+name\s+is|"
+    rf"\b(?:it|it's|its|one|this|that|which)\s+(?:is\s+|was\s+)?(?:called|named)|"
+    rf"\b(?:a|an|one)\s+(?!{_PERSON_NOUN}\b)[a-z]+\s+(?:called|named))\s+(?:the\s+)?$")
 # "by" before a name in a sentence about media: an artist's or a director's credit.
 _MEDIA = re.compile(r"(?i)\b(?:songs?|albums?|tracks?|music|playlists?|artists?|bands?|"
-                    r"movies?|films?|directed|starring|listen|play(?:ing)?)\b")
+                    r"movies?|films?|directed|starring|listen|play(?:ing)?|hear|sung|sings?|"
+                    r"singers?|narrated|novels?)\b")
 # "by", then at most two capitalised words of the same name ("by Dale Harlan" tagged "Harlan").
 _CREDIT = re.compile(r"(?i:\bby)\s+(?:\p{Lu}[\p{L}\p{M}'’\-]*\s+){0,2}$")
+# Words that end the name of a public place: a place or name inside such a name is part of the
+# venue's name ("Angel Stadium of Anaheim", "Hilton Hotel Sacramento", "Beach Park Apartments").
+VENUE_WORDS = frozenset(
+    """
+    hotel hotels motel inn suites resort hostel apartments condos residences stadium arena
+    ballpark amphitheater amphitheatre theater theatre cinema cinemas playhouse museum gallery
+    zoo aquarium cathedral ballroom restaurant ristorante trattoria pizzeria bistro diner cafe
+    café bakery brewery tavern pub steakhouse brasserie
+    """.split()  # noqa: SIM905
+)  # not "park", "field", "hall", "lodge", "church", "kitchen": surnames too ("Seo-yeon Park")
+# The capitalised run of a venue's name before the span: "Stadium of", "Hotel", "Inn New".
+_VENUE_BEFORE = re.compile(
+    r"(?:\p{Lu}[\p{L}\p{M}'’\-]*|&)"
+    r"(?:\s+(?:by|of|the|de|del|la|le|&|\p{Lu}[\p{L}\p{M}'’\-]*)){0,5}\s+$")
+# A performer in a listing of events: "There's Aaron Lewis at the Fillmore", "Kim Vale will
+# perform at ...", "The popular Kim Vale will have a show". Read in a sentence about events.
+_EVENT = re.compile(r"(?i)\b(?:events?|concerts?|shows?|gigs?|tours?|festivals?|perform\w*|"
+                    r"tickets?|live|stage|venue|popular|showtimes?|playing)\b")
+_PERFORMER_AFTER = re.compile(
+    r"(?:'s|’s)?\s+(?:(?i:will\s+(?:perform\w*|play\w*|appear\w*|sing\w*|have\s+a\s+show|"
+    r"be\s+live)|is\s+(?:performing|playing|appearing|live)\b|performs|plays\s+(?:at|live)|"
+    r"live\s+at|(?:concert|show|gig|event|tour)\b)|"
+    r"(?i:(?:will\s+be\s+|is\s+)?at\s+(?:the\s+)?)\p{Lu})")
+_PERFORMER_BEFORE = re.compile(
+    r"(?i)\b(?:there's|there\s+is|the\s+popular|popular\s+is|featuring|starring)\s+$")
+_NAME_REST = re.compile(r"(?:[ \t]+\p{Lu}[\p{L}\p{M}'’\-]*){1,2}")
+_NAME_HEAD = re.compile(r"(?:\p{Lu}[\p{L}\p{M}'’\-]*[ \t]+){1,2}$")
 _FIXTURE = re.compile(r"(?i)\b(?:vs\.?|versus|v\.)\s*$")
 _FIXTURE_AFTER = re.compile(r"(?i)\s+(?:vs\.?|versus|v\.)\s")
 # Words that may continue a name run after the span ("Lanna Thai Restaurant", "Courtyard by
@@ -140,11 +187,16 @@ def _sentence(text: str, start: int, end: int) -> str:
 
 def thing_evidence(text: str, start: int, end: int, entity: str = "PERSON") -> str | None:
     """Why ``text[start:end]`` (tagged ``entity``) names a thing, or None where it may be a
-    person or a place: ``catalogue_word``, ``thing_context`` or ``menu_context``."""
+    person or a place: ``named_thing``, ``catalogue_word``, ``fixture``, ``media_credit``,
+    ``performer``, ``thing_context`` or ``menu_context``."""
     span = text[start:end]
     before = text[max(0, start - 40):start]
     if _NAMED_THING.search(before):
         return "named_thing"
+    venue = _VENUE_BEFORE.search(before)
+    if (venue is not None and any(w in VENUE_WORDS for w in _words(venue.group())[-3:])) or (
+            _words(span)[-1:] and _words(span)[-1] in VENUE_WORDS and span[:1].isupper()):
+        return "catalogue_word"  # inside a venue's name: "Stadium of Anaheim", "Park Apartments"
     if _STRONG_PERSON.search(before) or (entity == "LOCATION" and _PLACE_CUE.search(before)):
         return None
     words = _words(span)
@@ -160,6 +212,16 @@ def thing_evidence(text: str, start: int, end: int, entity: str = "PERSON") -> s
         return "fixture"
     if _CREDIT.search(before) and _MEDIA.search(_sentence(text, start, end)):
         return "media_credit"
+    if entity == "PERSON" and span[:1].isupper() and _EVENT.search(
+            text[max(0, start - 120):end + 80]):  # its sentence and the one before
+        # the whole name the span is part of ("Kim" of "Kim Vale"): up to two capitalised words
+        rest = _NAME_REST.match(text, end)
+        head = _NAME_HEAD.search(before)
+        lead = before[:head.start()] if head else before
+        if not _WEAK_PERSON.search(lead) and not _STRONG_PERSON.search(lead) and (
+                _PERFORMER_AFTER.match(text, rest.end() if rest else end)
+                or _PERFORMER_BEFORE.search(lead)):
+            return "performer"  # a performer in a listing of events: public, not personal
     if entity == "LOCATION":
         plain = " ".join(span.split())
         if plain.casefold() in places() or re.fullmatch(rf"(?i:{COUNTRIES})", plain):
