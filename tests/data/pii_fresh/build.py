@@ -12,7 +12,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 FOLDERS = (HERE, HERE.parent / "pii_fresh2", HERE.parent / "pii_fresh3", HERE.parent / "pii_fresh4",
            HERE.parent / "pii_fresh5", HERE.parent / "pii_fresh6", HERE.parent / "pii_fresh7",
-           HERE.parent / "pii_fresh8")
+           HERE.parent / "pii_fresh8", HERE.parent / "pii_fresh9")
 MARK = re.compile(r"\[([A-Z_]+):([^\]]+)\]")
 
 
