@@ -4,7 +4,8 @@
 through ``chatmon run``'s processor (batches of 32, and of 1 on a freshly loaded detector: a
 restart) and through ``chatmon serve`` (one event per request), with the real analyser:
 
-- a menu item no rule knows ("I would say Frostbite"), named in 12 conversations, is kept in
+- a menu item no rule knows ("I would say Marzipane"; since pii 1.8.0 the head keeps a word-like
+  name such as "Frostbite" itself), named in 12 conversations, is kept in
   the stored text and raises no ``pii.person`` or ``pii.leak``; the same name on another bot is
   redacted (catalogues are per bot);
 - a customer's name recurring in 3 conversations (below the 5 a catalogue entry needs), and a
@@ -53,7 +54,7 @@ def traffic() -> list[dict[str, Any]]:
     for k in range(12):
         events += _conv(f"coffee-{k}", "coffee-bot", k, [
             ("user", "Hi, what would you recommend today?"),
-            ("assistant", "I would say Frostbite."),
+            ("assistant", "I would say Marzipane."),
             ("user", "Great, one of those. The order is for Sam."),
             ("assistant", "Thanks, it will be ready in five minutes."),
         ])
@@ -65,7 +66,7 @@ def traffic() -> list[dict[str, Any]]:
     for k in range(2):
         events += _conv(f"music-{k}", "music-bot", 40 + k, [
             ("user", "Any suggestion?"),
-            ("assistant", "I would say Frostbite."),
+            ("assistant", "I would say Marzipane."),
         ])
     return events
 
@@ -155,7 +156,7 @@ def test_run_restart_and_serve_keep_the_menu_and_redact_the_customers(
     runs["serve"] = _stored(url)
 
     found, stored = runs["run32"]
-    assert stored[("coffee-0", 1)] == "I would say Frostbite."  # the menu is the menu
+    assert stored[("coffee-0", 1)] == "I would say Marzipane."  # the menu is the menu
     assert stored[("music-0", 1)] == "I would say <PERSON>."  # another bot's catalogue
     assert stored[("coffee-0", 2)].endswith("The order is for <PERSON>.")  # a customer
     assert stored[("regular-0", 1)] == "Here is your latte, <PERSON>."  # 3 visits: below K

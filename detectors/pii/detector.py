@@ -101,9 +101,12 @@ class PiiDetector:
         # 1.6.1: "Raspberry black tea" is a catalogue name, "Sure Bob" holds the user's "Bob";
         # 1.6.2: "the" before a capitalised place is no thing context ("the Grand Canyon");
         # 1.7.0: a bot's learned catalogue (option ``catalogue``, ``detectors.pii.recurrence``):
-        # a name recurring across its conversations is no person; its digest joins the version
+        # a name recurring across its conversations is no person; its digest joins the version;
+        # 1.8.0: the head trained on invented catalogue names (titles, artists, venues, hotels,
+        # restaurants, flats, cars) labelled O; names inside a venue's name, things "called"
+        # something and performers in a listing of events are no person
         self.catalogue = _read_catalogue(catalogue) if catalogue else None
-        self.version = f"1.7.0+{model}" + (f"+catalogue.{self.catalogue.digest}"
+        self.version = f"1.8.0+{model}" + (f"+catalogue.{self.catalogue.digest}"
                                            if self.catalogue is not None else "")
         self.process = process
         self._engine: Any = None

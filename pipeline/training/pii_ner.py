@@ -11,8 +11,13 @@ the evaluation sets), filled with Faker values (MIT; names, cities and streets o
 Word labels are BIO for PERSON (full names, given names, surnames) and LOCATION (cities,
 countries, states); street addresses, companies, products, prices, order numbers, dates and
 times are ``O`` (the pattern recognizers own addresses; the rest is not a name), and so is
-English prose from Faker's word list, mixed in as whole sentences. A training text is one to
-four such sentences. A share of the
+English prose from Faker's word list, mixed in as whole sentences. Since pii 1.8.0 a sixth of
+the sentences come from ``CATALOGUE_TEMPLATES``: a bot listing songs, films, restaurants, hotels,
+events, venues, attractions, flats, cars, trains and dishes, whose names are invented from the
+word lists below, Faker's names and words (never copied from an evaluation set) and labelled
+``O``, with given names, surnames and full names inside them ("Lady Grace Diner", "St. Agnes's
+Hall", "a song by <name>"); a person beside them after a cue ("booked under", "my name is",
+"for") keeps its PERSON label. A training text is one to four such sentences. A share of the
 names is written lower-case, misspelled or in capitals, and some sentences lower-case whole, so
 the head does not lean on capitals alone.
 
@@ -164,6 +169,280 @@ NEGATIVES = (
     "My {PRODUCT} plan ends in {MONTH}",
 )
 
+# Names of things, labelled O (pii 1.8.0): a bot listing songs, films, restaurants, hotels,
+# events, venues, attractions, flats, cars, trains and dishes names them like people and places
+# ("Mary's Kitchen", "Angel Hall", "a song by Ana Ruiz"). Every name below is invented at
+# training time from these word lists, Faker's names, towns and English words: none is copied
+# from an evaluation set. A person cue ("my name is", "booked under", "for") beside a catalogue
+# name keeps its PERSON label.
+CAT_ADJ = ("Golden", "Silver", "Blue", "Crimson", "Hidden", "Lonely", "Electric", "Quiet",
+           "Wild", "Broken", "Midnight", "Velvet", "Paper", "Burning", "Frozen", "Sunny",
+           "Little", "Lost", "Secret", "Hollow", "Rusty", "Copper", "Emerald", "Northern",
+           "Distant", "Bright", "Gentle", "Restless", "Neon", "Amber", "Scarlet", "Silent",
+           "Endless", "Sweet", "Bitter", "Lucky", "Royal", "Grand", "Old", "New", "Last",
+           "Happy", "Crooked", "Painted", "Salty", "Drunken", "Dancing", "Sleeping", "Iron",
+           "Wooden", "Purple", "Green", "Black", "White", "Red", "Big", "Tiny", "Second")
+CAT_NOUN = ("River", "Garden", "Heart", "Road", "Moon", "Harbor", "Lantern", "Orchard",
+            "Mirror", "Window", "Forest", "Kingdom", "Engine", "Feather", "Horizon", "Island",
+            "Letter", "Machine", "Meadow", "Mountain", "Ocean", "Parade", "Pilot", "Planet",
+            "Shadow", "Signal", "Sparrow", "Storm", "Summer", "Thunder", "Tide", "Valley",
+            "Voyage", "Whisper", "Wolf", "Anchor", "Bridge", "Canyon", "Compass", "Crown",
+            "Diamond", "Echo", "Falcon", "Fire", "Ghost", "Glass", "Harvest", "Lighthouse",
+            "Lion", "Maple", "Nightingale", "Pearl", "Raven", "Sky", "Stone", "Tiger", "Tower",
+            "Willow", "Winter", "Dream", "Rain", "Bell", "Circus", "Clock", "Oak", "Fox",
+            "Pine", "Lotus", "Dragon", "Goose", "Kettle", "Spoon", "Barrel", "Saddle")
+CAT_BRANDS = ("Harborline", "Staywell", "Northgate", "Bluebay", "Parkview", "Crestmoor",
+              "Lakeshore", "Summit", "Redwood", "Starlight", "Riverside", "Evergreen",
+              "Beacon", "Meridian", "Highpoint", "Westbrook", "Silverleaf", "Cornerstone")
+CAT_MAKES = ("Veloran", "Korvik", "Astera", "Mirano", "Zephra", "Calden", "Norvia", "Tessaro",
+             "Brevik", "Orlanta", "Kestrel", "Solano")
+CAT_MODELS = ("Nova", "Glide", "Sport", "Vista", "Pulse", "Ranger", "Terra", "Aero", "Flex",
+              "Cruiser", "Spark", "Metro", "Touring", "Prime")
+CAT_CUISINES = ("Italian", "Thai", "Mexican", "Indian", "Chinese", "Japanese", "Greek",
+                "French", "Vietnamese", "Korean", "Ethiopian", "Lebanese", "American",
+                "Spanish", "Turkish", "vegan", "seafood", "barbecue")
+CAT_FOREIGN = ("Bella", "Piccolo", "Sole", "Luna", "Stella", "Nonna", "Casa", "Chez", "Le Petit",
+               "La Dolce", "El Toro", "Bodega", "Taqueria", "Trattoria", "Osteria", "Maison")
+CAT_DISH = ("Burger", "Platter", "Special", "Pie", "Sundae", "Stew", "Wrap", "Bowl", "Toast",
+            "Salad", "Curry", "Omelette", "Sandwich", "Pancakes", "IPA", "Sour", "Fizz")
+CATALOGUE_TEMPLATES = (
+    # music
+    "I found {N} songs. How about {TITLE} by {CREDIT}?",
+    "Would you like to hear {TITLE} by {CREDIT} from the album {ALBUM}?",
+    "Now playing {TITLE} by {ARTIST} in the living room.",
+    "{TITLE} is a pop song by {ARTIST} from {YEAR}.",
+    "play something by {CREDIT} please",
+    "can you put on {ALBUM}? the whole album",
+    "I want to listen to {ARTIST}'s new single",
+    "{ARTIST} is playing at {VENUE} on {DAY}.",
+    "Starting {TITLE} by {CREDIT} now.",
+    "the album {ALBUM} by {CREDIT} came out in {YEAR}",
+    "Another one by {ARTIST} is {TITLE}, from {ALBUM}.",
+    "do you have anything from {ARTIST} or {ARTIST2}?",
+    "Songs by {CREDIT}: {TITLE}, {TITLE2} and {TITLE3}.",
+    "Your playlist now has {TITLE} and {TITLE2}.",
+    "play {TITLE}",
+    # films and shows
+    "There are {N} movies showing: {TITLE}, {TITLE2} and {TITLE3}.",
+    "{TITLE} is playing at {THEATRE} at {TIME}.",
+    "How about {TITLE}? It's a comedy starring {CREDIT}.",
+    "I'd like to watch {TITLE} tonight",
+    "{TITLE} was directed by {CREDIT}.",
+    "Season {N} of {TITLE} is on the app now.",
+    "If you liked {TITLE} you might enjoy {TITLE2}.",
+    "{ARTIST} and {ARTIST2} star in {TITLE}, a drama.",
+    "I bought 2 tickets for {TITLE} at {THEATRE}.",
+    "is {TITLE} any good? I loved {TITLE2}",
+    "The {TIME} showing of {TITLE} at {THEATRE} has seats left.",
+    # restaurants and menus
+    "I found {RESTAURANT}, a nice {CUISINE} restaurant in {CITY}.",
+    "Your table at {RESTAURANT} is booked for {TIME}.",
+    "{RESTAURANT} is at {ADDRESS} and serves {CUISINE} food.",
+    "can you book {RESTAURANT} for 4 people at {TIME}",
+    "Is {RESTAURANT} expensive?",
+    "How about {RESTAURANT}? It has {CUISINE} food and live music.",
+    "{RESTAURANT} and {RESTAURANT2} both have tables free on {DAY}.",
+    "I'll have the {DISH} and a side of fries.",
+    "Can I add a {DISH} to my order?",
+    "The {DISH} is sold out today, sorry.",
+    "We recommend the {DISH} with our house lemonade.",
+    # hotels and flats
+    "{HOTEL} is a 3 star hotel with rooms at {PRICE} a night.",
+    "I found {N} hotels. {HOTEL} has a rating of 4.{N}.",
+    "book me a room at {HOTEL} for two nights",
+    "Your stay at {HOTEL} is confirmed for {DAY}.",
+    "{HOTEL} in {CITY} has free wifi and a pool.",
+    "{PROPERTY} has 2 bedrooms and rent is {PRICE} a month.",
+    "I'd like to see the flat at {PROPERTY} on {DAY}",
+    "{PROPERTY} allows pets and has a gym.",
+    "I found a place at {PROPERTY}: 1 bath, {PRICE} a month.",
+    # events, venues, attractions
+    "{EVENT} is on {DAY} at {VENUE}.",
+    "there's a game, {TEAM} vs {TEAM2}, at {VENUE}",
+    "I want 2 tickets for {EVENT}",
+    "{EVENT} starts at {TIME} at {VENUE}.",
+    "{ATTRACTION} is a museum and entry is free.",
+    "You could visit {ATTRACTION}; it's good for kids.",
+    "how far is {ATTRACTION} from {HOTEL}?",
+    "Other attractions nearby: {ATTRACTION} and {ATTRACTION2}.",
+    "{VENUE} holds about 20,000 people.",
+    "The concert moved from {VENUE} to {VENUE2}.",
+    # cars and travel
+    "A {CAR} is available for pickup at {TIME}.",
+    "I found a standard car, a {CAR}, for {PRICE} a day.",
+    "Would a {CAR} or a {CAR2} suit you?",
+    "The {TRAIN} leaves at {TIME} from platform {N}.",
+    "{AIRLINE} has a flight at {TIME} with 1 stop.",
+    "the {TRAIN} was late again",
+    "Your bus with {AIRLINE} departs at {TIME}.",
+    # a person beside a catalogue name: still a person
+    "Your table at {RESTAURANT} is booked under {PERSON}.",
+    "The reservation at {HOTEL} is in the name of {PERSON}.",
+    "my name is {PERSON} and I booked a room at {HOTEL}",
+    "The order is for {FIRST}: one {DISH} and a lemonade.",
+    "{FIRST} and I want to see {TITLE} on {DAY}",
+    "I'm {FIRST}, I have a question about my booking at {HOTEL}",
+    "Your stylist {FIRST} is free at {TIME}.",
+    "Thanks {FIRST}, enjoy {TITLE}!",
+    "my daughter {FIRST} loves {ARTIST}",
+    "Tickets for {EVENT} are held for {PERSON} at the box office.",
+    "the {CAR} is booked for {PERSON}, pickup at {TIME}",
+    "Hi {FIRST}! Your tickets for {TITLE} at {THEATRE} are ready.",
+    # people in the same sentences as titles and venues, in no credit: still people
+    "{PERSON} sent me a link to {TITLE}",
+    "{FIRST} wants to hear {TITLE} again",
+    "I'm buying {ALBUM} as a gift for {FIRST}",
+    "The tickets for {EVENT} were bought by {PERSON}.",
+    "{LAST} and {LAST2} sat next to us at {VENUE}",
+    "{LAST} and {LAST2} are on the guest list for {EVENT}.",
+    "{FIRST} says the {CAR} was scratched when she returned it",
+    "my friend {PERSON} recommended {RESTAURANT}",
+    "{PERSON} from {CITY} reviewed {HOTEL}: five stars",
+    "is {ARTIST} playing at {VENUE}? {FIRST} and I want to go",
+    "{FIRST} and {FIRST2} both loved {TITLE}",
+    "{LAST} produced the demo, and {LAST2} mixed it at home",
+)
+
+
+def _catalogue_makers(rng: random.Random, fk: dict[str, Any], given: Any, surname: Any,
+                      person: Any, town: Any) -> dict[str, Any]:
+    """Makers of invented catalogue names, each drawn from the word lists above, Faker's
+    names and words and the towns; a tenth are lower-case."""
+    words = fk["en_US"]
+
+    def c(options: tuple[str, ...]) -> str:
+        return rng.choice(options)
+
+    def word() -> str:
+        return str(words.word()).capitalize()
+
+    def case(make: Any) -> Any:
+        def made() -> str:
+            v = make()
+            r = rng.random()
+            return v.lower() if r < 0.1 else v.upper() if r < 0.12 else v
+        return made
+
+    def title() -> str:
+        return rng.choice((
+            lambda: f"{c(CAT_ADJ)} {c(CAT_NOUN)}", lambda: f"The {c(CAT_NOUN)}",
+            lambda: f"The {c(CAT_ADJ)} {c(CAT_NOUN)}", lambda: f"{c(CAT_NOUN)} of {c(CAT_NOUN)}s",
+            lambda: f"{word()} {word()}", lambda: word(), lambda: f"{given()}'s {c(CAT_NOUN)}",
+            lambda: f"{given()} and the {c(CAT_NOUN)}", lambda: f"Dear {given()}",
+            lambda: given(), lambda: f"{given()} {surname()}", lambda: f"Saint {given()}",
+            lambda: f"Return to {c(CAT_NOUN)}", lambda: f"Beyond the {c(CAT_NOUN)}",
+            lambda: f"{c(CAT_NOUN)} {rng.randint(2, 4)}", lambda: f"{town()} Nights",
+            lambda: f"{c(CAT_ADJ)} {word()}", lambda: f"Lady {given()}",
+        ))()
+
+    def artist() -> str:  # a band or a stage name; a person's name only in ``credit``
+        return rng.choice((
+            person, lambda: f"The {c(CAT_ADJ)} {c(CAT_NOUN)}s",
+            lambda: f"{surname()} and the {c(CAT_NOUN)}s", lambda: f"DJ {given()}", given,
+            lambda: f"{c(CAT_NOUN)} {c(CAT_NOUN)}", lambda: f"{given()} {c(CAT_NOUN)}",
+        ))()
+
+    def restaurant() -> str:
+        return rng.choice((
+            lambda: f"{given()}'s Kitchen", lambda: f"{given()}'s", lambda: f"Chez {given()}",
+            lambda: f"{c(CAT_FOREIGN)} {surname()}", lambda: f"Lady {given()} Diner",
+            lambda: f"The {c(CAT_ADJ)} {c(CAT_NOUN)}", lambda: f"{surname()}'s Grill",
+            lambda: f"{c(CAT_NOUN)} & {c(CAT_NOUN)}", lambda: f"{c(CAT_FOREIGN)} {c(CAT_NOUN)}",
+            lambda: f"{c(CAT_NOUN)} Bistro", lambda: f"{c(CAT_NOUN)} House",
+            lambda: f"{c(CAT_ADJ)} {c(CAT_NOUN)}", lambda: f"{given()} {surname()}'s",
+            lambda: f"{word()} {c(CAT_NOUN)}", lambda: f"{surname()}", lambda: word(),
+        ))()
+
+    def hotel() -> str:
+        return rng.choice((
+            lambda: f"The {surname()} Hotel", lambda: f"{c(CAT_BRANDS)} Inn {town()}",
+            lambda: f"{c(CAT_ADJ)} {c(CAT_NOUN)} Lodge",
+            lambda: f"{c(CAT_BRANDS)} Suites {town()} Downtown", lambda: f"Hotel {word()}",
+            lambda: f"{surname()} Grand", lambda: f"{c(CAT_BRANDS)} {town()} Airport",
+            lambda: f"{given()} House", lambda: f"The {given()}",
+            lambda: f"{c(CAT_BRANDS)} by {surname()}",
+        ))()
+
+    def venue() -> str:
+        return rng.choice((
+            lambda: f"{surname()} Stadium", lambda: f"{surname()} Field",
+            lambda: f"{town()} Arena", lambda: f"{c(CAT_BRANDS)} Center",
+            lambda: f"The {c(CAT_NOUN)} Room", lambda: f"{person()} Hall",
+            lambda: f"St. {given()}'s Hall", lambda: f"{surname()} Amphitheatre",
+            lambda: f"{c(CAT_NOUN)} Ballroom", lambda: f"{given()} Stadium of {town()}",
+            lambda: f"{given()} Park", lambda: f"The {surname()}",
+        ))()
+
+    def team() -> str:
+        return f"{town()} {c(CAT_NOUN)}s" if rng.random() < 0.3 else f"{c(CAT_ADJ)} {c(CAT_NOUN)}s"
+
+    def event() -> str:
+        return rng.choice((
+            artist, lambda: f"{team()} vs {team()}", lambda: f"{c(CAT_NOUN)} Jazz Festival",
+            lambda: f"{c(CAT_NOUN)} Fest", lambda: f"{c(CAT_ADJ)} {c(CAT_NOUN)} Tour",
+            lambda: f"{artist()} Live", lambda: f"An Evening with {person()}",
+            lambda: f"{title()} on Ice",
+        ))()
+
+    def attraction() -> str:
+        return rng.choice((
+            lambda: f"Museum of {c(CAT_NOUN)}s", lambda: f"{surname()} Park",
+            lambda: f"St. {given()}'s Cathedral", lambda: f"{given()} Memorial Garden",
+            lambda: f"{surname()} Gallery", lambda: f"{c(CAT_ADJ)} {c(CAT_NOUN)} Gardens",
+            lambda: f"{c(CAT_ADJ)} {c(CAT_NOUN)} Aquarium", lambda: f"{surname()} House Museum",
+            lambda: f"Fort {surname()}", lambda: f"{person()} Museum",
+            lambda: f"{c(CAT_NOUN)} Point", lambda: f"{c(CAT_NOUN)} Zoo",
+        ))()
+
+    def theatre() -> str:
+        return rng.choice((
+            lambda: f"{surname()} Playhouse", lambda: f"The {c(CAT_ADJ)} Theatre",
+            lambda: f"{c(CAT_BRANDS)} Cinema {rng.randint(4, 16)}", lambda: f"{surname()} Theater",
+            lambda: f"{c(CAT_NOUN)}plex", lambda: f"{c(CAT_NOUN)} Picture House",
+        ))()
+
+    def property_() -> str:
+        return rng.choice((
+            lambda: f"{surname()} Court Apartments",
+            lambda: f"{c(CAT_ADJ)} {c(CAT_NOUN)} Residences",
+            lambda: f"{c(CAT_NOUN)} Village", lambda: f"{surname()} Towers",
+            lambda: f"The {surname()}", lambda: f"{c(CAT_NOUN)} Gardens Apartments",
+            lambda: f"{given()} Heights", lambda: f"{c(CAT_BRANDS)} Lofts",
+        ))()
+
+    def car() -> str:
+        return f"{c(CAT_MAKES)} {c(CAT_MODELS) if rng.random() < 0.7 else word()}" + (
+            f" {rng.randint(2, 9)}00" if rng.random() < 0.2 else "")
+
+    def dish() -> str:
+        return rng.choice((
+            lambda: f"{given()}'s {c(CAT_DISH)}",
+            lambda: f"{c(CAT_ADJ)} {c(CAT_NOUN)} {c(CAT_DISH)}",
+            lambda: f"{surname()} {c(CAT_DISH)}",
+            lambda: f"{c(CAT_NOUN)} {c(CAT_DISH)}", lambda: f"Chicken {word()}",
+        ))()
+
+    return {
+        "TITLE": (None, case(title)), "TITLE2": (None, case(title)), "TITLE3": (None, case(title)),
+        "ALBUM": (None, case(title)), "ARTIST": (None, case(artist)),
+        # a credit ("by", "starring", "directed by"): most often a person's name
+        "CREDIT": (None, case(lambda: person() if rng.random() < 0.7 else artist())),
+        "ARTIST2": (None, case(artist)), "RESTAURANT": (None, case(restaurant)),
+        "RESTAURANT2": (None, case(restaurant)), "HOTEL": (None, case(hotel)),
+        "VENUE": (None, case(venue)), "VENUE2": (None, case(venue)),
+        "TEAM": (None, case(team)), "TEAM2": (None, case(team)), "EVENT": (None, case(event)),
+        "ATTRACTION": (None, case(attraction)), "ATTRACTION2": (None, case(attraction)),
+        "THEATRE": (None, case(theatre)), "PROPERTY": (None, case(property_)),
+        "CAR": (None, case(car)), "CAR2": (None, case(car)), "DISH": (None, case(dish)),
+        "TRAIN": (None, case(lambda: f"{c(CAT_ADJ)} {c(CAT_NOUN)} Express"
+                             if rng.random() < 0.5 else f"{c(CAT_BRANDS)} Rail service")),
+        "AIRLINE": (None, case(lambda: f"{c(CAT_BRANDS)} "
+                               f"{rng.choice(('Air', 'Airways', 'Bus', 'Coaches'))}")),
+        "CUISINE": (None, lambda: c(CAT_CUISINES)),
+        "N": (None, lambda: str(rng.randint(2, 9))),
+        "YEAR": (None, lambda: str(rng.randint(1965, 2025))),
+    }
+
 
 def _fakers(seed: int) -> dict[str, Any]:
     from faker import Faker
@@ -183,6 +462,9 @@ def _fakers(seed: int) -> dict[str, Any]:
 # city slots filled with a real town from the place list instead of a Faker city). Trained
 # alone, one head's recall on a fresh set moved by up to two points from seed to seed.
 MEMBERS = ((0, 0.0), (1, 0.0), (0, 0.15), (0, 0.35))
+# A segment is a template of TEMPLATES below the first share, of CATALOGUE_TEMPLATES below the
+# second, then NEGATIVES (to 0.86) or prose.
+CATALOGUE_SHARE = (0.6, 0.76)
 
 
 def _towns() -> list[str]:
@@ -248,6 +530,7 @@ def build(n: int, seed: int, town_share: float = 0.0
     values: dict[str, tuple[str | None, Any]] = {
         "PERSON": ("PERSON", person), "PERSON2": ("PERSON", person),
         "FIRST": ("PERSON", first), "FIRST2": ("PERSON", first), "LAST": ("PERSON", last),
+        "LAST2": ("PERSON", last),
         "CITY": ("LOCATION", city), "CITY2": ("LOCATION", city),
         "COUNTRY": ("LOCATION", lambda: _noisy(pick(fk["en_US"].country), rng)),
         "STATE": ("LOCATION", lambda: pick(fk["en_US"].state)),
@@ -277,13 +560,17 @@ def build(n: int, seed: int, town_share: float = 0.0
         "SPELLED": (None, lambda: "-".join("ABCDEFGHJKLMNPRSTW"[rng.randrange(18)]
                                            for _ in range(5))),
     }
+    values.update(_catalogue_makers(rng, fk, first, last, person, lambda: pick(
+        fk[rng.choice(places)].city) if rng.random() < 0.7 else rng.choice(towns)))
     prose = fk["en_US"]
 
     def segment() -> str:
         r = rng.random()
-        if r < 0.6:
+        if r < CATALOGUE_SHARE[0]:
             return rng.choice(TEMPLATES)
-        if r < 0.8:
+        if r < CATALOGUE_SHARE[1]:
+            return rng.choice(CATALOGUE_TEMPLATES)
+        if r < 0.86:
             return rng.choice(NEGATIVES)
         # English prose with no names (Faker's en_US word list), as the template of nothing
         return str(prose.sentence(nb_words=rng.randint(4, 20))).replace("{", "").replace("}", "")

@@ -16,7 +16,12 @@ tests/data/pii_fresh6, written blind and sealed until 1.5.1 was committed (7aa75
 0.899 / 0.900 (1.5.0: 0.880 / 0.878; 1.4.1: 0.861 / 0.856). pii 1.5.2 was written from round
 6's misses (0.985, 0.923, 0.899, 0.938, 0.913 and 0.933 on rounds 1-6); tests/data/pii_fresh7,
 written blind and sealed until 1.5.2 was committed (bd88afb), scored once: 0.912 / 0.935
-(1.4.1: 0.829 / 0.901; spaCy option 0.731 / 0.811). The floors leave about
+(1.4.1: 0.829 / 0.901; spaCy option 0.731 / 0.811). pii 1.8.0's head, trained with names of
+things labelled O, costs 1-3 points of recall on rounds 1, 3, 5, 6 and 7 (mostly towns after an
+address; under one on rounds 4 and 8, round 2 gains one) and gains precision on rounds 2-6 and 8
+(docs/models/pii.md); the floors were set to its values less about 0.02.
+tests/data/pii_fresh9, written after 1.8.0 was frozen, scored once: 0.984 / 0.836 (1.7.0: 0.967
+/ 0.700). The floors leave about
 0.02 for the int8 kernels, which differ between CPUs (round 3 gave 0.823 on an AVX2-only EPYC
 and 0.829 with AVX-512 VNNI, the same code)."""
 
@@ -53,13 +58,17 @@ FRESH7 = FRESH.parent / "pii_fresh7"
 # items, plans, titles, rooms shaped like people and places); scored once: 0.944 / 0.647
 # (1.5.2: 0.951 / 0.624). Its low precision is the names of things still taken for people.
 FRESH8 = FRESH.parent / "pii_fresh8"
+# Round 9, written after pii 1.8.0 was frozen (names of things in the head's training), personal
+# data beside songs, venues, hotels and menus; scored once: 0.984 / 0.836 (1.7.0: 0.967 / 0.700).
+FRESH9 = FRESH.parent / "pii_fresh9"
 
 
 @pytest.mark.parametrize(("folder", "min_addresses"),
                          [(FRESH, 0), (FRESH2, 8), (FRESH3, 16), (FRESH4, 16),
-                          (FRESH5, 16), (FRESH6, 16), (FRESH7, 16), (FRESH8, 16)],
+                          (FRESH5, 16), (FRESH6, 16), (FRESH7, 16), (FRESH8, 16), (FRESH9, 8)],
                          ids=["pii_fresh", "pii_fresh2", "pii_fresh3", "pii_fresh4",
-                              "pii_fresh5", "pii_fresh6", "pii_fresh7", "pii_fresh8"])
+                              "pii_fresh5", "pii_fresh6", "pii_fresh7", "pii_fresh8",
+                              "pii_fresh9"])
 def test_fresh_set_is_well_formed_and_in_step_with_its_source(folder: Path,
                                                               min_addresses: int) -> None:
     rows = json.loads((folder / "synth_dataset_v2.json").read_text(encoding="utf-8"))
@@ -78,11 +87,12 @@ def test_fresh_set_is_well_formed_and_in_step_with_its_source(folder: Path,
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("folder", "recall", "precision"),
-                         [(FRESH, 0.96, 0.94), (FRESH2, 0.90, 0.91), (FRESH3, 0.87, 0.91),
-                          (FRESH4, 0.91, 0.89), (FRESH5, 0.89, 0.91), (FRESH6, 0.91, 0.90),
-                          (FRESH7, 0.89, 0.91), (FRESH8, 0.92, 0.62)],
+                         [(FRESH, 0.95, 0.94), (FRESH2, 0.90, 0.91), (FRESH3, 0.85, 0.91),
+                          (FRESH4, 0.90, 0.90), (FRESH5, 0.86, 0.91), (FRESH6, 0.89, 0.90),
+                          (FRESH7, 0.88, 0.91), (FRESH8, 0.92, 0.74), (FRESH9, 0.96, 0.81)],
                          ids=["pii_fresh", "pii_fresh2", "pii_fresh3", "pii_fresh4",
-                              "pii_fresh5", "pii_fresh6", "pii_fresh7", "pii_fresh8"])
+                              "pii_fresh5", "pii_fresh6", "pii_fresh7", "pii_fresh8",
+                              "pii_fresh9"])
 def test_default_detector_recall_on_fresh_phrasing(folder: Path, recall: float,
                                                    precision: float) -> None:
     result = presidio_synth.evaluate(folder, Settings())

@@ -50,7 +50,7 @@ def test_the_worker_applies_the_catalogue_as_run_does(
     ran = chatmon(["run", str(path)], {**env, "CHATMON_DATABASE_URL": embedded}, timeout=300)
     assert ran.returncode == 0, ran.stderr
     expected = _stored(embedded)
-    assert expected[1][("coffee-0", 1)] == "I would say Frostbite."
+    assert expected[1][("coffee-0", 1)] == "I would say Marzipane."
     assert expected[1][("music-0", 1)] == "I would say <PERSON>."
 
     worker.ready()

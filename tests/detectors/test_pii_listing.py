@@ -1,0 +1,114 @@
+"""Names of things in a bot's listings are not people (pii 1.8.0): songs, albums, films,
+restaurants, hotels, venues, attractions, flats, cars and the performers of listed events keep
+their text and raise no pii.person or pii.leak, also where the name holds a given name ("Lady
+Grace Diner", "St. Catherine's Hall") or a town ("the Corvale Hotel Lisbon"); a customer's own
+name in the same sentences is still redacted. Every sentence and name here was written for
+this test (none is copied from an evaluation set)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+
+from detectors.base import Context, Finding, ScoringInput, Turn
+from detectors.pii.catalogue import thing_evidence
+from detectors.pii.detector import PiiDetector
+from pipeline.policy import is_flagged
+
+TS = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def pii() -> Iterator[PiiDetector]:
+    det = PiiDetector()
+    det.load()
+    yield det
+
+
+def _score(det: PiiDetector, text: str, user: str, role: str = "assistant") -> list[Finding]:
+    hist = (Turn("c", 0, "user", user, TS),)
+    return det.score([ScoringInput(Turn("c", 1, role, text, TS), Context(history=hist))])[0]
+
+
+# (domain, user turn, bot reply, names that must survive redaction)
+LISTINGS = [
+    ("music", "Play something mellow",
+     "I found 4 songs. How about Paper Lanterns by Odile Marchetti from the album Quiet "
+     "Orchards?", ["Paper Lanterns", "Odile Marchetti", "Quiet Orchards"]),
+    ("restaurants", "Somewhere for dinner?",
+     "Lady Grace Diner and Nonna Vittoria Trattoria both have a table at 8.",
+     ["Lady Grace Diner", "Nonna Vittoria Trattoria"]),
+    ("venues", "Where is the choir singing?",
+     "The concert is at St. Catherine's Hall on Friday at 7:30 pm.", ["St. Catherine's Hall"]),
+    ("events", "Anything on this weekend?",
+     "There are 3 events you might like. There's Marek Oduya at the Velvet Room on Saturday.",
+     ["Marek Oduya", "Velvet Room"]),
+    ("events", "Any shows on Sunday?",
+     "Tamsin Greaves will perform at the Brackwell Amphitheater on Sunday at 6 pm.",
+     ["Tamsin Greaves", "Brackwell Amphitheater"]),
+    ("hotels", "A hotel near the airport?",
+     "I found 3 hotels. The Corvale Hotel Lisbon has a rating of 4.2.", ["Corvale Hotel Lisbon"]),
+    ("attractions", "Something for the kids?",
+     "There is a park called Pell Hollow Park, and entry is free.", ["Pell Hollow Park"]),
+    ("flats", "Any two-bed flats?",
+     "You'd like to visit Harlow Creek Apartments on March 12th, is that right?",
+     ["Harlow Creek Apartments"]),
+]
+
+
+@pytest.mark.parametrize(("domain", "user", "reply", "names"), LISTINGS,
+                         ids=[f"{t[0]}-{i}" for i, t in enumerate(LISTINGS)])
+def test_catalogue_names_in_listings_keep_their_text(pii: PiiDetector, domain: str, user: str,
+                                                     reply: str, names: list[str]) -> None:
+    found = _score(pii, reply, user)
+    redacted = pii.redact_with(reply, found)
+    for name in names:
+        assert name in redacted, (domain, name, redacted)
+    flagged = {f.label for f in found if is_flagged(f.label, f.score)}
+    assert not flagged & {"pii.person", "pii.leak"}, (domain, found)
+
+
+# (domain, user turn, turn text, role, the customer's or another person's name)
+PEOPLE = [
+    ("restaurants", "Name for the booking?", "The order is for Sam Porter.", "user",
+     "Sam Porter"),
+    ("hotels", "Who is staying?", "My name is Ines Kowalczyk and I booked the Corvale Hotel.",
+     "user", "Ines Kowalczyk"),
+    ("restaurants", "Anything else?",
+     "Book a table at Lady Grace Diner under the name Tomasz Wierzbicki, please.", "user",
+     "Tomasz Wierzbicki"),
+    ("events", "Who picks up the tickets?",
+     "The tickets for the concert are held for Priya Raman at the box office.", "assistant",
+     "Priya Raman"),
+    ("music", "Hello", "Hi, I'm Dana Whitfield and I'd like to hear Paper Lanterns.", "user",
+     "Dana Whitfield"),
+]
+
+
+@pytest.mark.parametrize(("domain", "user", "text", "role", "name"), PEOPLE,
+                         ids=[f"{t[0]}-{i}" for i, t in enumerate(PEOPLE)])
+def test_a_customers_name_beside_a_listing_is_still_redacted(
+        pii: PiiDetector, domain: str, user: str, text: str, role: str, name: str) -> None:
+    found = _score(pii, text, user, role)
+    assert name not in pii.redact_with(text, found), (domain, found)
+
+
+# The rules alone: a thing named by "a park called", a town inside a venue's name, a performer
+# in a listing of events; and the person cues that keep a name.
+@pytest.mark.parametrize(("text", "span", "entity", "why"), [
+    ("There is a park called Pell Hollow Park.", "Pell Hollow Park", "PERSON", "named_thing"),
+    ("It is called Marigold. Shall I book it?", "Marigold", "PERSON", "named_thing"),
+    ("I know a guy called Sam Porter.", "Sam Porter", "PERSON", None),
+    ("Corvale Hotel Lisbon has a pool.", "Lisbon", "LOCATION", "catalogue_word"),
+    ("The game is at Rook Stadium of Tarrow.", "Tarrow", "LOCATION", "catalogue_word"),
+    ("The Corvale Hotel in Lisbon has a pool.", "Lisbon", "LOCATION", None),
+    ("Tamsin Greaves will perform at the Brackwell Amphitheater.", "Tamsin Greaves", "PERSON",
+     "performer"),
+    ("Sam will be at the front desk for the concert.", "Sam", "PERSON", None),
+    ("The tickets for the show are for Sam Porter.", "Sam Porter", "PERSON", None),
+])
+def test_listing_evidence(text: str, span: str, entity: str, why: str | None) -> None:
+    start = text.index(span)
+    assert thing_evidence(text, start, start + len(span), entity) == why
