@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
-from detectors.base import Finding
+from detectors.base import Context, Finding, ScoringInput, Turn
 from detectors.empathy import EmpathyDetector
+from detectors.manipulation.detector import ManipulationDetector
 from detectors.pii.detector import PiiDetector
-from pipeline.scoring.suite import score_texts, simple_input
+from pipeline.scoring.suite import DetectorSuite, score_texts, simple_input
+
+TS = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture(scope="session")
@@ -31,3 +36,24 @@ def pii() -> PiiDetector:
     det = PiiDetector(cache_size=0)
     det.load()
     return det
+
+
+def pii_after(det: PiiDetector, text: str, user: str, role: str = "assistant") -> list[Finding]:
+    """The PII findings of ``text`` said by ``role`` after the user turn ``user``."""
+    hist = (Turn("c", 0, "user", user, TS),)
+    return det.score([ScoringInput(Turn("c", 1, role, text, TS), Context(history=hist))])[0]
+
+
+@pytest.fixture(scope="session")
+def manipulation() -> DetectorSuite:
+    """One loaded manipulation detector (in a suite) for the face-validity modules."""
+    suite = DetectorSuite([ManipulationDetector()])
+    suite.load()
+    return suite
+
+
+def manipulation_score(suite: DetectorSuite, text: str, prompt: str) -> float:
+    """The reply's ``manipulation.score`` (0 when it has none)."""
+    res = suite.score([simple_input(text, prompt=prompt)])
+    return max((f.score for f in res.findings[0] if f.label == "manipulation.score"),
+               default=0.0)

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import pytest
 
-from detectors.manipulation.detector import ManipulationDetector
 from detectors.manipulation.model import DATA_DIR
 from pipeline.policy import threshold
-from pipeline.scoring.suite import DetectorSuite, simple_input
+from pipeline.scoring.suite import DetectorSuite
+from tests.detectors.conftest import manipulation_score as score
 
 # (scene, user turn, request for what the task needs, request for what it does not need)
 PAIRS = [
@@ -44,33 +44,21 @@ SHORT = [
 ]
 
 
-@pytest.fixture(scope="module")
-def suite() -> DetectorSuite:
-    s = DetectorSuite([ManipulationDetector()])
-    s.load()
-    return s
-
-
-def score(suite: DetectorSuite, text: str, prompt: str) -> float:
-    res = suite.score([simple_input(text, prompt=prompt)])
-    return max((f.score for f in res.findings[0] if f.label == "manipulation.score"),
-               default=0.0)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("scene", "prompt", "needed", "unneeded"), PAIRS,
                          ids=[p[0] for p in PAIRS])
 def test_needed_detail_passes_and_unneeded_data_is_flagged(
-        suite: DetectorSuite, scene: str, prompt: str, needed: str, unneeded: str) -> None:
+        manipulation: DetectorSuite, scene: str, prompt: str, needed: str, unneeded: str) -> None:
     cut = threshold("manipulation.score")
-    assert score(suite, needed, prompt) < cut, f"{scene}: request for a needed detail flagged"
-    assert score(suite, unneeded, prompt) >= cut, f"{scene}: request for unneeded data missed"
+    assert score(manipulation, needed, prompt) < cut, f"{scene}: needed detail flagged"
+    assert score(manipulation, unneeded, prompt) >= cut, f"{scene}: unneeded data missed"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("prompt", "text"), SHORT, ids=[t[:24] for _, t in SHORT])
-def test_short_plain_reply_is_not_flagged(suite: DetectorSuite, prompt: str, text: str) -> None:
-    assert score(suite, text, prompt) < threshold("manipulation.score")
+def test_short_plain_reply_is_not_flagged(
+        manipulation: DetectorSuite, prompt: str, text: str) -> None:
+    assert score(manipulation, text, prompt) < threshold("manipulation.score")
 
 
 def test_cases_are_not_training_lines() -> None:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import pytest
 
-from detectors.manipulation.detector import ManipulationDetector
 from detectors.manipulation.model import DATA_DIR
 from pipeline.policy import threshold
-from pipeline.scoring.suite import DetectorSuite, simple_input
+from pipeline.scoring.suite import DetectorSuite
+from tests.detectors.conftest import manipulation_score as score
 
 # (scene, user turn, honest warm reply, manipulative warm reply)
 PAIRS = [
@@ -52,27 +52,15 @@ PAIRS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def suite() -> DetectorSuite:
-    s = DetectorSuite([ManipulationDetector()])
-    s.load()
-    return s
-
-
-def score(suite: DetectorSuite, text: str, prompt: str) -> float:
-    res = suite.score([simple_input(text, prompt=prompt)])
-    return max((f.score for f in res.findings[0] if f.label == "manipulation.score"),
-               default=0.0)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("scene", "prompt", "honest", "manipulative"), PAIRS,
                          ids=[p[0] for p in PAIRS])
 def test_warm_honest_reply_passes_and_warm_manipulative_reply_is_flagged(
-        suite: DetectorSuite, scene: str, prompt: str, honest: str, manipulative: str) -> None:
+        manipulation: DetectorSuite, scene: str, prompt: str, honest: str,
+        manipulative: str) -> None:
     cut = threshold("manipulation.score")
-    assert score(suite, honest, prompt) < cut, f"{scene}: honest warm reply flagged"
-    assert score(suite, manipulative, prompt) >= cut, f"{scene}: manipulative reply missed"
+    assert score(manipulation, honest, prompt) < cut, f"{scene}: honest warm reply flagged"
+    assert score(manipulation, manipulative, prompt) >= cut, f"{scene}: manipulative reply missed"
 
 
 @pytest.mark.slow
@@ -84,8 +72,9 @@ def test_warm_honest_reply_passes_and_warm_manipulative_reply_is_flagged(
     "That's lovely! It sounds like you and your dog have a real bond.",
     "I completely understand your feelings. Your sister obviously cares about you.",
 ])
-def test_comfort_and_advice_to_a_sad_user_is_not_flagged(suite: DetectorSuite, text: str) -> None:
-    assert score(suite, text, "I've had an awful week.") < threshold("manipulation.score")
+def test_comfort_and_advice_to_a_sad_user_is_not_flagged(
+        manipulation: DetectorSuite, text: str) -> None:
+    assert score(manipulation, text, "I've had an awful week.") < threshold("manipulation.score")
 
 
 def test_pairs_are_not_training_lines() -> None:

@@ -6,15 +6,14 @@ Every sentence here was written for this test."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
 
-from detectors.base import Context, Finding, ScoringInput, Turn
 from detectors.pii.catalogue import thing_evidence
 from detectors.pii.detector import PiiDetector, given_by_user
 from pipeline.policy import is_flagged
+from tests.detectors.conftest import pii_after
 
 TS = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -61,18 +60,6 @@ def test_thing_evidence_table(text: str, span: str, entity: str, why: str | None
     assert thing_evidence(text, start, start + len(span), entity) == why
 
 
-@pytest.fixture(scope="module")
-def pii() -> Iterator[PiiDetector]:
-    det = PiiDetector()
-    det.load()
-    yield det
-
-
-def _score(det: PiiDetector, reply: str, user: str, role: str = "assistant") -> list[Finding]:
-    hist = (Turn("c", 0, "user", user, TS),)
-    return det.score([ScoringInput(Turn("c", 1, role, reply, TS), Context(history=hist))])[0]
-
-
 # (domain, user turn, bot reply, catalogue names that must survive redaction)
 THINGS = [
     ("coffee", "What do you recommend?",
@@ -110,7 +97,7 @@ THINGS = [
 def test_catalogue_names_keep_their_text_and_page_nobody(pii: PiiDetector, domain: str,
                                                          user: str, reply: str,
                                                          names: list[str]) -> None:
-    found = _score(pii, reply, user)
+    found = pii_after(pii, reply, user)
     redacted = pii.redact_with(reply, found)
     for name in names:
         assert name in redacted, (domain, name, redacted)
@@ -137,13 +124,13 @@ PEOPLE = [
                          ids=[f"{t[0]}-{i}" for i, t in enumerate(PEOPLE)])
 def test_peoples_names_beside_catalogue_names_are_still_redacted(
         pii: PiiDetector, domain: str, user: str, text: str, role: str, name: str) -> None:
-    found = _score(pii, text, user, role)
+    found = pii_after(pii, text, user, role)
     assert name not in pii.redact_with(text, found), domain
 
 
 def test_another_persons_name_on_a_plan_still_pages(pii: PiiDetector) -> None:
     reply = "The other line on your Unlimited Premier plan is registered to Kevin Marsh."
-    leaks = [f for f in _score(pii, reply, "Who else is on my plan?")
+    leaks = [f for f in pii_after(pii, reply, "Who else is on my plan?")
              if f.label == "pii.leak" and is_flagged(f.label, f.score)]
     assert leaks and all(f.evidence["entity"] == "PERSON" for f in leaks)
 
@@ -155,7 +142,7 @@ def test_another_persons_name_on_a_plan_still_pages(pii: PiiDetector) -> None:
 ])
 def test_named_provider_public_figure_or_misread_phrase_is_no_page(pii: PiiDetector, user: str,
                                                                    reply: str) -> None:
-    leaks = [f for f in _score(pii, reply, user) if f.label == "pii.leak"]
+    leaks = [f for f in pii_after(pii, reply, user) if f.label == "pii.leak"]
     assert not any(is_flagged(f.label, f.score) for f in leaks), leaks
 
 

@@ -7,29 +7,16 @@ this test (none is copied from an evaluation set)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
 
-from detectors.base import Context, Finding, ScoringInput, Turn
 from detectors.pii.catalogue import thing_evidence
 from detectors.pii.detector import PiiDetector
 from pipeline.policy import is_flagged
+from tests.detectors.conftest import pii_after
 
 TS = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def pii() -> Iterator[PiiDetector]:
-    det = PiiDetector()
-    det.load()
-    yield det
-
-
-def _score(det: PiiDetector, text: str, user: str, role: str = "assistant") -> list[Finding]:
-    hist = (Turn("c", 0, "user", user, TS),)
-    return det.score([ScoringInput(Turn("c", 1, role, text, TS), Context(history=hist))])[0]
 
 
 # (domain, user turn, bot reply, names that must survive redaction)
@@ -62,7 +49,7 @@ LISTINGS = [
                          ids=[f"{t[0]}-{i}" for i, t in enumerate(LISTINGS)])
 def test_catalogue_names_in_listings_keep_their_text(pii: PiiDetector, domain: str, user: str,
                                                      reply: str, names: list[str]) -> None:
-    found = _score(pii, reply, user)
+    found = pii_after(pii, reply, user)
     redacted = pii.redact_with(reply, found)
     for name in names:
         assert name in redacted, (domain, name, redacted)
@@ -91,7 +78,7 @@ PEOPLE = [
                          ids=[f"{t[0]}-{i}" for i, t in enumerate(PEOPLE)])
 def test_a_customers_name_beside_a_listing_is_still_redacted(
         pii: PiiDetector, domain: str, user: str, text: str, role: str, name: str) -> None:
-    found = _score(pii, text, user, role)
+    found = pii_after(pii, text, user, role)
     assert name not in pii.redact_with(text, found), (domain, found)
 
 
