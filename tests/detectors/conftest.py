@@ -10,6 +10,7 @@ from detectors.base import Context, Finding, ScoringInput, Turn
 from detectors.empathy import EmpathyDetector
 from detectors.manipulation.detector import ManipulationDetector
 from detectors.pii.detector import PiiDetector
+from pipeline.policy import is_flagged
 from pipeline.scoring.suite import DetectorSuite, score_texts, simple_input
 
 TS = datetime(2026, 1, 1, tzinfo=UTC)
@@ -42,6 +43,18 @@ def pii_after(det: PiiDetector, text: str, user: str, role: str = "assistant") -
     """The PII findings of ``text`` said by ``role`` after the user turn ``user``."""
     hist = (Turn("c", 0, "user", user, TS),)
     return det.score([ScoringInput(Turn("c", 1, role, text, TS), Context(history=hist))])[0]
+
+
+def assert_names_kept(det: PiiDetector, domain: str, user: str, reply: str,
+                      names: list[str]) -> None:
+    """Each of ``names`` survives redaction of the bot's ``reply`` to ``user``, which raises no
+    flagged pii.person or pii.leak."""
+    found = pii_after(det, reply, user)
+    redacted = det.redact_with(reply, found)
+    for name in names:
+        assert name in redacted, (domain, name, redacted)
+    flagged = {f.label for f in found if is_flagged(f.label, f.score)}
+    assert not flagged & {"pii.person", "pii.leak"}, (domain, found)
 
 
 @pytest.fixture(scope="session")

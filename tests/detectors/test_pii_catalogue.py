@@ -6,16 +6,12 @@ Every sentence here was written for this test."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 from detectors.pii.catalogue import thing_evidence
 from detectors.pii.detector import PiiDetector, given_by_user
 from pipeline.policy import is_flagged
-from tests.detectors.conftest import pii_after
-
-TS = datetime(2026, 1, 1, tzinfo=UTC)
+from tests.detectors.conftest import assert_names_kept, pii_after
 
 # (text, span, entity, expected evidence or None where it may be a name or place)
 EVIDENCE = [
@@ -97,12 +93,7 @@ THINGS = [
 def test_catalogue_names_keep_their_text_and_page_nobody(pii: PiiDetector, domain: str,
                                                          user: str, reply: str,
                                                          names: list[str]) -> None:
-    found = pii_after(pii, reply, user)
-    redacted = pii.redact_with(reply, found)
-    for name in names:
-        assert name in redacted, (domain, name, redacted)
-    flagged = {f.label for f in found if is_flagged(f.label, f.score)}
-    assert not flagged & {"pii.person", "pii.leak"}, (domain, found)
+    assert_names_kept(pii, domain, user, reply, names)
 
 
 # (domain, user turn, turn text, role, the person's name that must be redacted)

@@ -7,17 +7,11 @@ this test (none is copied from an evaluation set)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 from detectors.pii.catalogue import thing_evidence
 from detectors.pii.detector import PiiDetector
-from pipeline.policy import is_flagged
-from tests.detectors.conftest import pii_after
-
-TS = datetime(2026, 1, 1, tzinfo=UTC)
-
+from tests.detectors.conftest import assert_names_kept, pii_after
 
 # (domain, user turn, bot reply, names that must survive redaction)
 LISTINGS = [
@@ -49,12 +43,7 @@ LISTINGS = [
                          ids=[f"{t[0]}-{i}" for i, t in enumerate(LISTINGS)])
 def test_catalogue_names_in_listings_keep_their_text(pii: PiiDetector, domain: str, user: str,
                                                      reply: str, names: list[str]) -> None:
-    found = pii_after(pii, reply, user)
-    redacted = pii.redact_with(reply, found)
-    for name in names:
-        assert name in redacted, (domain, name, redacted)
-    flagged = {f.label for f in found if is_flagged(f.label, f.score)}
-    assert not flagged & {"pii.person", "pii.leak"}, (domain, found)
+    assert_names_kept(pii, domain, user, reply, names)
 
 
 # (domain, user turn, turn text, role, the customer's or another person's name)
