@@ -210,27 +210,27 @@ ORDER BY 1, 2
 # that the two sides are disjoint samples: the report's interval is the bootstrap interval of
 # exactly this difference (pipeline/report/comparisons.py).
 #
-# The base (all the bot's replies) reads the rollups; the group side reads rows: the few
-# bias.user_group findings by the (label, ts) index, each joined to its next turn's empathy
-# finding by the (conversation_id, turn) index.
+# Both sides read rollups: the base (all the bot's replies) ``rollups``, the group side
+# ``group_rollups`` (a reply counts in the hour it was written, once per group its user turn
+# mentions).
 EMPATHY_GAP = SqlQuery("""
 WITH base AS (
   SELECT bot_id, SUM(total) AS total, CAST(SUM(n) AS BIGINT) AS n FROM rollups
   WHERE label = 'empathy.score' AND measure = '' AND role = 'assistant'
     AND $__timeFilter(bucket)
   GROUP BY 1
+), grp AS (
+  SELECT bot_id, category, user_group, CAST(SUM(n) AS BIGINT) AS n, SUM(total) AS total
+  FROM group_rollups
+  WHERE $__timeFilter(bucket)
+  GROUP BY 1, 2, 3
+  HAVING SUM(n) > 0
 )
-SELECT g.bot_id AS bot, g.evidence->>'category' AS category,
-       g.evidence->>'group' AS user_group, COUNT(*) AS replies,
-       AVG(e.score) AS empathy,
-       AVG(e.score) - (MAX(base.total) - SUM(e.score)) / NULLIF(MAX(base.n) - COUNT(*), 0)
-         AS gap
-FROM findings g
-JOIN findings e ON e.conversation_id = g.conversation_id AND e.turn = g.turn + 1
-  AND e.label = 'empathy.score' AND $__timeFilter(e.ts)
+SELECT g.bot_id AS bot, NULLIF(g.category, '') AS category,
+       NULLIF(g.user_group, '') AS user_group, g.n AS replies, g.total / g.n AS empathy,
+       g.total / g.n - (base.total - g.total) / NULLIF(base.n - g.n, 0) AS gap
+FROM grp g
 JOIN base ON base.bot_id = g.bot_id
-WHERE g.label = 'bias.user_group' AND $__timeFilter(g.ts)
-GROUP BY 1, 2, 3
 ORDER BY gap, bot, category, user_group
 """, (("bot", "string"), ("category", "string"), ("user_group", "string"),
       ("replies", "number"), ("empathy", "number"), ("gap", "number")))

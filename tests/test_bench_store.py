@@ -13,7 +13,13 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from pipeline.bench.store import dashboard_queries
-from pipeline.bench.store_data import Profile, conversation, make_plan, weeks_ending
+from pipeline.bench.store_data import (
+    MENTION_SHARE,
+    Profile,
+    conversation,
+    make_plan,
+    weeks_ending,
+)
 from tests.conftest import DEFAULT_PG, ROOT
 
 SERVER = os.environ.get("CHATMON_TEST_POSTGRES_URL", DEFAULT_PG)
@@ -63,6 +69,8 @@ def test_small_run_reports_every_figure_and_drops_its_database() -> None:
     assert fill["per_process"][0]["sink_turns_per_s"] >= fill["per_process"][0]["turns_per_s"]
     assert result["machine"]["cpu_model"]
     assert result["disk"]["finding_row_bytes"] > 0
+    assert result["user_group_replies"] > 0  # the empathy gap's rollup is written and read
+    assert result["jit"] == "off"  # migration 0010, on the bench's own database
     assert _bench_databases() == before  # dropped: nothing new left on the server
 
 
@@ -98,7 +106,10 @@ def test_generated_rows_copy_the_profile_under_new_ids_and_times() -> None:
     assert len({t["bot_id"] for t, _ in rows}) >= 4 and len({t["tenant"] for t, _ in rows}) == 3
     findings = [f for _, fs in rows for f in fs]
     assert len({f["id"] for f in findings}) == len(findings)
-    assert {f["label"] for f in findings} >= {"empathy.score"}
+    assert {f["label"] for f in findings} >= {"empathy.score", "bias.user_group"}
+    users = sum(t["role"] == "user" for t, _ in rows)
+    mentions = sum(f["label"] == "bias.user_group" for f in findings)
+    assert 0.3 * MENTION_SHARE * users <= mentions <= 3 * MENTION_SHARE * users, (mentions, users)
     # the same index gives the same rows (any process can make any conversation)
     again = conversation(plan, profile, 3, "r", now)
     assert [t["id"] for t, _ in again] == [t["id"] for t, _ in

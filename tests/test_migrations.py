@@ -13,7 +13,7 @@ from pipeline.store.models import Base
 from pipeline.store.partitions import PG_DIFFERENCES, include_name
 
 TABLES = {"turns", "findings", "dead_letters", "runs", "deletions", "purges", "rollups",
-          "phrase_rollups", "conversation_rollups"}
+          "phrase_rollups", "conversation_rollups", "group_rollups"}
 
 
 def test_single_head() -> None:

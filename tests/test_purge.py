@@ -1,7 +1,7 @@
 """``chatmon purge`` on the store, SQLite and PostgreSQL: expiry per tenant leaves exactly the
 rows inside each tenant's window and the weekly trends unchanged (the rollups outlive the
-rows); a conversation, a tenant or a bot goes from every table, rollups included; deletion records refuse the
-old rows for good; the audit log says what went; dry runs count the same rows."""
+rows); a conversation, a tenant or a bot goes from every table, rollups included; deletion
+records refuse the old rows for good; the audit log says what went; dry runs count the same rows."""
 
 from __future__ import annotations
 
@@ -20,12 +20,13 @@ from pipeline.lifecycle.retention import Retention
 from pipeline.store import db
 from pipeline.store.deletions import BOT, CONVERSATION, TENANT, conversation_key
 from pipeline.store.models import (
+    ConversationRollupRow,
     DeadLetterRow,
     DeletionRow,
     FindingRow,
-    ReviewRow,
-    ConversationRollupRow,
+    GroupRollupRow,
     PhraseRollupRow,
+    ReviewRow,
     RollupRow,
     TurnRow,
 )
@@ -179,7 +180,7 @@ def test_tenant_and_bot_purges(engine: Engine, scope: str, name: str, column: An
     Purger(engine, "expiry").run(Request(EXPIRED, retention=RETENTION), now=NOW)
     owner = "tenant" if scope == TENANT else "bot_id"
     rollup_columns = [m.__table__.c[owner] for m in (RollupRow, PhraseRollupRow,
-                                                      ConversationRollupRow)]
+                                                      ConversationRollupRow, GroupRollupRow)]
     assert all(name in ids(engine, c) for c in rollup_columns)
     fresh = {"a": ("conv-0089", "{}"),  # a globex conversation (care-c) still stored
              "b": (None, '{"conversation_id": "x", "tenant": "globex"'),
@@ -198,6 +199,7 @@ def test_tenant_and_bot_purges(engine: Engine, scope: str, name: str, column: An
     assert all(others <= ids(engine, c) for c in rollup_columns[:1])
     assert result.rows["turns"] > 0 and result.rows["rollups"] > 0
     assert result.rows["phrase_rollups"] > 0 and result.rows["conversation_rollups"] > 0
+    assert result.rows["group_rollups"] > 0
     assert turns_before - result.rows["turns"] == len(ids(engine, TurnRow.id))
     assert set(fresh) - ids(engine, DeadLetterRow.id) == dead_gone
     with engine.connect() as conn:

@@ -1,7 +1,7 @@
-"""Migration 0008 (issue 41): a store of before the rollups gets the rollups the sink would
-have written for its rows (one INSERT ... SELECT ... GROUP BY per kind of row, SQLite and
-PostgreSQL), and its weekly_counts (counts of expired rows) land in ``rollups`` at their
-week."""
+"""Migrations 0008 and 0010 (issue 41): a store of before the rollups gets the rollups the sink
+would have written for its rows, the empathy gap's ``group_rollups`` too (one INSERT ... SELECT
+... GROUP BY per kind of row, SQLite and PostgreSQL), and its weekly_counts (counts of expired
+rows) land in ``rollups`` at their week."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pipeline.store import db
 from pipeline.store.models import (
     ConversationRollupRow,
     FindingRow,
+    GroupRollupRow,
     PhraseRollupRow,
     RollupRow,
     TurnRow,
@@ -32,7 +33,7 @@ WEEKLY = [("", "", 40, 0, 0, 0.0), ("toxicity", "", 3, 5, 4, 4.1),
 def _snapshot(engine: Engine) -> dict[str, list[dict[str, Any]]]:
     out = {}
     with engine.connect() as conn:
-        for model in (RollupRow, PhraseRollupRow, ConversationRollupRow):
+        for model in (RollupRow, PhraseRollupRow, ConversationRollupRow, GroupRollupRow):
             table = model.__table__
             out[table.name] = [dict(r._mapping) for r in conn.execute(
                 select(table).order_by(*table.primary_key.columns))]

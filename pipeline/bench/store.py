@@ -19,6 +19,9 @@ after ``VACUUM ANALYZE`` (what autovacuum does to a store that filled over weeks
 - ``chatmon report`` in a child process (its wall time and peak RSS);
 - ``purge --expired`` (``Purger``) with 21 days' retention as of the end of the data: the
   oldest of the four weeks.
+
+``user_group_replies``: the replies the empathy gap's rollup counted; ``jit``: the database's
+JIT setting as the queries ran (migration 0010 turns it off where it may).
 """
 
 from __future__ import annotations
@@ -316,6 +319,9 @@ def run_store_bench(turns: int, server_url: str = DEFAULT_SERVER, workers: int =
             result["disk"] = disk(engine, turns, result["findings"])
             with engine.connect() as conn:
                 newest = conn.execute(text("SELECT MAX(ts) FROM turns")).scalar_one()
+                result["user_group_replies"] = int(conn.execute(text(
+                    "SELECT COALESCE(SUM(n), 0) FROM group_rollups")).scalar_one())
+                result["jit"] = conn.execute(text("SHOW jit")).scalar_one()
             end = newest + timedelta(seconds=1)
             say("timing the dashboard queries")
             result["queries"], result["queries_repeat"] = time_queries(engine, end)
@@ -346,6 +352,8 @@ def render(result: dict[str, Any]) -> str:
         f"partitions made before it, in {pt['seconds']} s)",
         f"disk: {d['database_bytes'] / 2**20:,.0f} MiB; {d['bytes_per_turn_all_tables']:.0f} "
         f"bytes a turn with its findings, rollups and indexes",
+        f"replies answering a user-group mention (group_rollups): "
+        f"{result['user_group_replies']:,}; jit {result['jit']}",
         "dashboard queries over 12 weeks (first / second run, s):",
         *(f"  {name:<26} {s:8.3f} {result['queries_repeat'][name]:8.3f}"
           for name, s in result["queries"].items()),

@@ -9,6 +9,12 @@ in index order writes in time order, as a live pipeline does. Texts and excerpts
 of the recorded length. Rows are the dicts ``pipeline.scoring.process.Processor`` hands to
 ``Sink.write``, with its ids (``turn_id``, ``stable_id("finding", ...)``).
 
+The profile's support traffic has no ``bias.user_group`` finding (users of a task bot seldom
+say who they are), so a share of user turns (:data:`MENTION_SHARE`, the share of the example
+transcripts' user turns that mention a group) gets one, of a group drawn from
+:data:`MENTIONS`: the empathy gap's rollup (``group_rollups``) is then written and read at
+scale too.
+
 Everything is a function of (seed, index): any process can make any conversation.
 """
 
@@ -37,6 +43,14 @@ BOTS = (
     ("initech", "hr-bot", ("it-assist-1", "it-assist-2")),
 )
 WEEKS = 4
+# 8 of the 239 user turns of examples/transcripts.jsonl mention a group (bias.user_group)
+MENTION_SHARE = 8 / 239
+# (category, group, cue, score) as the bias detector finds them ("I am deaf", "As a Muslim")
+MENTIONS = (("age", "65+", "self_age", 0.8), ("disability", "deaf", "self_i_am_adj", 0.85),
+            ("disability", "disabled", "self_condition", 0.85),
+            ("family", "single parent", "self_parent", 0.7),
+            ("religion", "muslim", "self_as_a", 0.9),
+            ("nationality", "immigrants", "self_as_a", 0.9))
 _FILLER = ("order refund delivery account password reset parcel invoice thanks please "
            "sorry help check status update email address number replace return shipping "
            "tomorrow today weekend store booking ticket ") * 40
@@ -119,6 +133,7 @@ def conversation(plan: Plan, profile: Profile, index: int, run_id: str,
     span = (plan.end - plan.start - timedelta(hours=6)).total_seconds()
     ts = plan.start + timedelta(seconds=span * (index + rng.random()) / plan.conversations)
     template = profile.conversations[plan.picks[index]][:plan.lengths[index]]
+    mentions = random.Random(plan.seed * 7_000_003 + index)  # apart: the rest stays as it was
     out = []
     for k, (role, n_chars, found) in enumerate(template):
         ts += timedelta(seconds=rng.randint(3, 90))
@@ -142,5 +157,16 @@ def conversation(plan: Plan, profile: Profile, index: int, run_id: str,
                 span_end=sp[1] if sp else None, evidence=evidence,
                 excerpt=_filler(excerpt, 7), run_id=run_id, created_at=now,
                 suppressed=suppressed, suppressed_by=by, policy_version=policy))
+        if role == "user" and mentions.random() < MENTION_SHARE:
+            category, group, cue, score = MENTIONS[mentions.randrange(len(MENTIONS))]
+            span_t = (0, min(n_chars, 12))
+            rows.append(dict(
+                id=stable_id("finding", tid, "bias", "bench", "bias.user_group", span_t),
+                turn_id=tid, conversation_id=cid, turn=k, role=role, ts=ts, bot_id=bot,
+                model=model, tenant=tenant, detector="bias", detector_version="bench",
+                label="bias.user_group", score=score, flagged=True, span_start=span_t[0],
+                span_end=span_t[1], evidence={"category": category, "group": group, "cue": cue},
+                excerpt=_filler(span_t[1], 7), run_id=run_id, created_at=now, suppressed=False,
+                suppressed_by=None, policy_version=None))
         out.append((turn, rows))
     return out

@@ -8,9 +8,10 @@ week before, so that the report reads a few thousand rows whatever the number of
 - a mean's sample: the ``empathy.score`` rows as moments (count, sum, sum of squares of the
   score, or of an evidence number: ``er``, ``ip``, ``ex``, ``alignment``).
 
-Only the empathy gap reads rows: the replies that follow a ``bias.user_group`` finding, by index
-(findings' (label, ts), then (conversation_id, turn)), summed in SQL. Only numbers and labels are
-read, never text.
+- the empathy gap's group side: ``group_rollups``, the replies that answer a mention of a user
+  group (a ``bias.user_group`` finding on the turn before), as moments per bot and group.
+
+Only numbers and labels are read, never text.
 """
 
 from __future__ import annotations
@@ -21,14 +22,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Engine, and_, case, func, literal, or_, select
-from sqlalchemy.orm import aliased
 
 from pipeline.compare.stats import Moments
-from pipeline.store.models import FindingRow, RollupRow
+from pipeline.store.models import GroupRollupRow, RollupRow
 
 NOW, BEFORE = "now", "before"
 EMPATHY = "empathy.score"
-USER_GROUP = "bias.user_group"
 TURNS = ("", "", "")  # (detector, label, measure) of the turn row
 
 Key = tuple[str, str, str]  # (detector, label, measure)
@@ -112,30 +111,17 @@ def load(engine: Engine, before: datetime, start: datetime, end: datetime,
     return Sums({p: dict(v) for p, v in cells.items()})
 
 
-def group_empathy(engine: Engine, since: datetime, start: datetime, end: datetime
+def group_empathy(engine: Engine, start: datetime, end: datetime
                   ) -> dict[tuple[str, str, str], Moments]:
     """(bot, category, group) -> the moments of the empathy of the replies in [start, end) that
-    answer a turn with a ``bias.user_group`` finding of that group (found since ``since``, so
-    that a reply early in the window still sees the turn before it). A reply counts once per
-    group its user turn mentions. The mentions are read by the findings' (label, ts) index and
-    joined to their replies on (conversation_id, turn) (indexed: the database probes it per
-    mention when mentions are few, as on support traffic, or hashes the window's empathy
-    scores when they are not), summed in SQL: a few rows per bot."""
-    g, e = aliased(FindingRow), aliased(FindingRow)
-    group = g.evidence["group"].as_string()
-    category = func.coalesce(g.evidence["category"].as_string(), "")
-    mentions = (select(g.conversation_id, g.turn, category.label("category"),
-                       group.label("grp"))
-                .where(g.label == USER_GROUP, g.ts >= since, g.ts < end, group.is_not(None),
-                       group != "")
-                .distinct().subquery())
-    stmt = (select(e.bot_id, mentions.c.category, mentions.c.grp, func.count(),
-                   func.sum(e.score), func.sum(e.score * e.score))
-            .select_from(mentions)
-            .join(e, and_(e.conversation_id == mentions.c.conversation_id,
-                          e.turn == mentions.c.turn + 1, e.label == EMPATHY,
-                          e.role == "assistant", e.ts >= start, e.ts < end))
-            .group_by(e.bot_id, mentions.c.category, mentions.c.grp))
+    answer a turn with a ``bias.user_group`` finding of that group (``group_rollups``; a reply
+    counts once per group its user turn mentions), summed in SQL: a few rows per bot."""
+    g = GroupRollupRow
+    stmt = (select(g.bot_id, g.category, g.user_group, func.sum(g.n), func.sum(g.total),
+                   func.sum(g.total_sq))
+            .where(g.bucket >= start, g.bucket < end, g.user_group != "")
+            .group_by(g.bot_id, g.category, g.user_group)
+            .having(func.sum(g.n) > 0))
     with engine.connect() as conn:
         return {(bot or "", str(cat), str(grp)): Moments(int(n), float(total), float(sq))
                 for bot, cat, grp, n, total, sq in conn.execute(stmt)}

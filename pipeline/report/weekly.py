@@ -92,7 +92,7 @@ def collect(engine: Engine, window: Window, s: cmp.Settings | None = None) -> di
 
 def comparisons(engine: Engine, window: Window, s: cmp.Settings) -> dict[str, Any]:
     """Every comparison the report draws, from the rollups of the window and the week before
-    (and the replies that follow a user-group mention, by index, for the empathy gap)."""
+    (and ``group_rollups`` for the empathy gap)."""
     sums = rollups.load(engine, window.previous().start, window.start, window.end,
                         {*cmp.LABELS, *side_by_side.LABELS}, cmp.MEASURES)
     data: dict[str, Any] = {}
@@ -103,8 +103,8 @@ def comparisons(engine: Engine, window: Window, s: cmp.Settings) -> dict[str, An
     data["harms"] = cmp.harms(sums, s)
     data["stock_empathy"] = cmp.stock_empathy(sums, s)
     data["near_duplicates"] = cmp.near_duplicates(sums, s)
-    data["gap"] = cmp.empathy_gap(sums, rollups.group_empathy(
-        engine, window.previous().start, window.start, window.end), s)
+    data["gap"] = cmp.empathy_gap(sums, rollups.group_empathy(engine, window.start, window.end),
+                                  s)
     data["bots"] = per_bot(sums, data["bot_empathy"], data["harms"], s.min_replies)
     data["models"] = side_by_side.build(sums, s.confidence)
     data["settings"] = s

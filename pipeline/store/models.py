@@ -347,6 +347,29 @@ class PhraseRollupRow(Base):
     max_replies: Mapped[float | None] = mapped_column(Float)
 
 
+class GroupRollupRow(Base):
+    """The empathy of the replies that answer a user group's mention, per hour of the reply,
+    tenant, bot, model, category and group (the empathy-gap panel and the report's gap): pairs
+    of a ``bias.user_group`` finding at turn k and an ``empathy.score`` finding at turn k + 1 of
+    the same conversation, how many (``n``) and the sum and sum of squares of the reply's
+    empathy score. The sink adds a pair when its second side is stored, whichever it is
+    (``pipeline/store/rollups.py``). Group and category names come from the bias lexicon,
+    never from the text. Retention leaves them; deletion on request subtracts."""
+
+    __tablename__ = "group_rollups"
+    __table_args__ = (Index("ix_group_rollups_bucket", "bucket"),)
+
+    bucket: Mapped[datetime] = mapped_column(primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(200), primary_key=True)
+    bot_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    model: Mapped[str] = mapped_column(String(200), primary_key=True)
+    category: Mapped[str] = mapped_column(String(128), primary_key=True)
+    user_group: Mapped[str] = mapped_column(String(200), primary_key=True)
+    n: Mapped[int] = mapped_column(BigInteger)
+    total: Mapped[float] = mapped_column(Float)
+    total_sq: Mapped[float] = mapped_column(Float)
+
+
 class ConversationRollupRow(Base):
     """Per conversation, from its findings: the worst-conversations drill-down reads it by
     index with a limit. Deleted with the conversation, and when its ``last`` finding expires."""

@@ -10,6 +10,8 @@ The dashboards' trend panels and the report read these tables instead of scannin
   number (:data:`EVIDENCE_NUMBERS`): how many findings carry it, its sum and sum of squares.
 - ``phrase_rollups``: the repeated phrases and tactic templates (:data:`PHRASES`).
 - ``conversation_rollups``: per conversation, for the worst-conversations drill-down.
+- ``group_rollups``: the empathy of the replies that answer a user group's mention (a
+  ``bias.user_group`` finding at turn k, an ``empathy.score`` one at k + 1): :func:`group_pairs`.
 
 :func:`aggregate` is pure (rows in, rollup rows out); :func:`upsert` adds them. The sink calls
 both with the rows its ``INSERT ... ON CONFLICT DO NOTHING ... RETURNING`` newly stored, in
@@ -17,6 +19,14 @@ the same transaction, so a replay adds nothing. A finding added later to a store
 Kafka workers' second stage, the judge) counts the turn in a 'turns' measure only if the
 turn had no finding (no flagged finding) of that label or detector before: ``prior``.
 Deletion on request calls :func:`subtract` with what ``DELETE ... RETURNING`` handed back.
+
+A pair of the empathy gap has its sides in two turns, which may be written (or deleted) in
+different transactions: :func:`group_pairs` counts the pairs with at least one side among the
+rows a transaction changed, the other side among them or still stored (read after the change,
+by the findings' (conversation_id, turn) index within the conversation's time span), so each
+pair is added once, when its second side is stored, and subtracted once, when its first side
+goes. Turns are written whole with their stage-1 findings (bias and empathy among them), so a
+turn new in a batch has nothing stored to look up.
 """
 
 from __future__ import annotations
@@ -27,13 +37,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Table, delete, text, tuple_
+from sqlalchemy import Connection, Table, delete, select, text, tuple_
 
 from pipeline.store import pgjson
-from pipeline.store.models import ConversationRollupRow, PhraseRollupRow, RollupRow
+from pipeline.store.models import (
+    ConversationRollupRow,
+    FindingRow,
+    GroupRollupRow,
+    PhraseRollupRow,
+    RollupRow,
+)
 
 HARM_DETECTORS = frozenset({"toxicity", "bias", "manipulation", "pii"})
 EMPATHY_SCORE = "empathy.score"
+USER_GROUP = "bias.user_group"
 TURNS = "turns"
 # label -> (measure, evidence path): numbers the panels average (EPITOME levels, alignment,
 # engagement, the repetition window's diversity).
@@ -49,10 +66,13 @@ PHRASES = {"repetition.stock_empathy": "phrase", "repetition.stock_phrase": "phr
 
 ROLLUP_KEY = ("bucket", "tenant", "bot_id", "model", "role", "detector", "label", "measure")
 PHRASE_KEY = ("bucket", "tenant", "bot_id", "label", "phrase_key")
+GROUP_KEY = ("bucket", "tenant", "bot_id", "model", "category", "user_group")
 # The columns a purge's DELETE ... RETURNING hands back for subtract().
-TURN_COLUMNS = ("id", "ts", "tenant", "bot_id", "model", "role")
-FINDING_COLUMNS = ("turn_id", "conversation_id", "ts", "tenant", "bot_id", "model", "role",
-                   "detector", "label", "score", "flagged", "evidence")
+TURN_COLUMNS = ("id", "conversation_id", "turn", "ts", "tenant", "bot_id", "model", "role")
+FINDING_COLUMNS = ("id", "turn_id", "conversation_id", "turn", "ts", "tenant", "bot_id", "model",
+                   "role", "detector", "label", "score", "flagged", "evidence")
+# A reply and the group its user turn mentions: (empathy.score finding, category, group).
+Pair = tuple[Mapping[str, Any], str, str]
 
 
 @dataclass
@@ -60,9 +80,10 @@ class Rollups:
     rollups: list[dict[str, Any]] = field(default_factory=list)
     phrases: list[dict[str, Any]] = field(default_factory=list)
     conversations: list[dict[str, Any]] = field(default_factory=list)
+    groups: list[dict[str, Any]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.rollups or self.phrases or self.conversations)
+        return bool(self.rollups or self.phrases or self.conversations or self.groups)
 
 
 # What a turn already had before a write: (detector, label, flagged) of its stored findings.
@@ -88,10 +109,10 @@ def number(evidence: Any, path: Sequence[str]) -> float | None:
 
 
 def aggregate(turns: Iterable[Mapping[str, Any]], findings: Iterable[Mapping[str, Any]],
-              prior: Prior | None = None) -> Rollups:
+              prior: Prior | None = None, pairs: Iterable[Pair] = ()) -> Rollups:
     """The rollups of newly stored ``turns`` and ``findings`` (row dicts as the sink writes
     them), sorted by key; ``prior``: what the findings' turns had before (turns not in
-    ``turns``; a turn missing from it had nothing)."""
+    ``turns``; a turn missing from it had nothing); ``pairs``: from :func:`group_pairs`."""
     acc: dict[tuple[Any, ...], list[float]] = {}
 
     def add(key: tuple[Any, ...], n: float, flagged: float, total: float = 0.0,
@@ -132,6 +153,15 @@ def aggregate(turns: Iterable[Mapping[str, Any]], findings: Iterable[Mapping[str
         _conversation(conversations, f)
     for tid, rows in by_turn.items():
         _turn_measures(add, rows, (prior or {}).get(tid, ()))
+    groups: dict[tuple[Any, ...], list[float]] = {}
+    for reply, category, group in pairs:
+        key = (hour(reply["ts"]), reply["tenant"], reply["bot_id"], reply["model"], category,
+               group)
+        score = float(reply["score"])
+        cell = groups.setdefault(key, [0, 0.0, 0.0])
+        cell[0] += 1
+        cell[1] += score
+        cell[2] += score * score
     return Rollups(
         [dict(zip(ROLLUP_KEY, k, strict=True), n=int(c[0]), flagged=int(c[1]), total=c[2],
               total_sq=c[3]) for k, c in sorted(acc.items())],
@@ -139,7 +169,82 @@ def aggregate(turns: Iterable[Mapping[str, Any]], findings: Iterable[Mapping[str
               max_replies=p[3]) for k, p in sorted(phrases.items())],
         [dict(conversation_id=cid, tenant=c[0], bot_id=c[1], started=c[2], last=c[3],
               harm_flagged=c[4], empathy_n=c[5], empathy_total=c[6], repetition_flagged=c[7])
-         for cid, c in sorted(conversations.items())])
+         for cid, c in sorted(conversations.items())],
+        [dict(zip(GROUP_KEY, k, strict=True), n=int(c[0]), total=c[1], total_sq=c[2])
+         for k, c in sorted(groups.items())])
+
+
+def group_pairs(conn: Connection, changed: Sequence[Mapping[str, Any]],
+                whole: Iterable[tuple[str, int]] = ()) -> list[Pair]:
+    """The empathy-gap pairs that ``changed`` (findings this transaction just stored, or just
+    deleted) make or break: a reply's ``empathy.score`` among them with each group its user
+    turn's ``bias.user_group`` findings (among them or stored) mention, and a group first (or
+    last) mentioned on a turn by them with the stored reply to it. A reply counts once per
+    group, however many findings mention it. Read after the change; ``whole``:
+    (conversation_id, turn) of turns all of whose findings are among ``changed`` (new or
+    deleted turns), which are not looked up. A conversation without a
+    ``conversation_rollups`` row has nothing stored."""
+    replies = [f for f in changed if f["label"] == EMPATHY_SCORE]
+    said = [f for f in changed if f["label"] == USER_GROUP]
+    if not (replies or said):
+        return []
+    new: dict[tuple[str, int], set[tuple[str, str]]] = {}
+    for f in said:
+        new.setdefault((f["conversation_id"], f["turn"]), set()).add(_group_of(f))
+    wanted = ({(f["conversation_id"], f["turn"] - 1) for f in replies}
+              | {(f["conversation_id"], f["turn"] + d) for f in said for d in (0, 1)})
+    wanted -= set(whole)
+    old: dict[tuple[str, int], set[tuple[str, str]]] = {}
+    later: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
+    for f in _stored(conn, wanted, {f["id"] for f in changed}) if wanted else ():
+        key = (f["conversation_id"], f["turn"])
+        if f["label"] == USER_GROUP:
+            old.setdefault(key, set()).add(_group_of(f))
+        else:
+            later.setdefault(key, []).append(f)
+    out: list[Pair] = []
+    for e in replies:
+        key = (e["conversation_id"], e["turn"] - 1)
+        out += [(e, *g) for g in sorted(new.get(key, set()) | old.get(key, set()))]
+    for key, groups in sorted(new.items()):
+        first = sorted(groups - old.get(key, set()))
+        out += [(e, *g) for e in later.get((key[0], key[1] + 1), ()) for g in first]
+    return out
+
+
+def _group_of(mention: Mapping[str, Any]) -> tuple[str, str]:
+    evidence = mention["evidence"] if isinstance(mention["evidence"], Mapping) else {}
+    return str(evidence.get("category") or ""), str(evidence.get("group") or "")
+
+
+_PAIR_COLUMNS = ("id", "conversation_id", "turn", "ts", "tenant", "bot_id", "model", "label",
+                 "score", "evidence")
+
+
+def _stored(conn: Connection, wanted: set[tuple[str, int]], changed: set[str]
+            ) -> list[dict[str, Any]]:
+    """The stored mentions and empathy scores of the turns ``wanted`` (not the ids
+    ``changed``), read within their conversations' time spans (``conversation_rollups``), so
+    that PostgreSQL reads only the day partitions of those spans."""
+    c = ConversationRollupRow.__table__.c  # type: ignore[attr-defined]
+    f = FindingRow.__table__.c  # type: ignore[attr-defined]
+    conversations = sorted({cid for cid, _ in wanted})
+    spans: dict[str, tuple[datetime, datetime]] = {}
+    for i in range(0, len(conversations), 500):
+        for cid, lo, hi in conn.execute(select(c.conversation_id, c.started, c["last"]).where(
+                c.conversation_id.in_(conversations[i:i + 500]))):
+            spans[cid] = (lo, hi)
+    keys = sorted(k for k in wanted if k[0] in spans)
+    out: list[dict[str, Any]] = []
+    for i in range(0, len(keys), 500):
+        chunk = keys[i:i + 500]
+        lo = min(spans[cid][0] for cid, _ in chunk)
+        hi = max(spans[cid][1] for cid, _ in chunk)
+        rows = conn.execute(select(*(f[k] for k in _PAIR_COLUMNS)).where(
+            f.label.in_((USER_GROUP, EMPATHY_SCORE)), f.ts >= lo, f.ts <= hi,
+            tuple_(f.conversation_id, f.turn).in_(chunk)))
+        out += [dict(zip(_PAIR_COLUMNS, r, strict=True)) for r in rows if r[0] not in changed]
+    return out
 
 
 def _turn_measures(add: Any, rows: list[Mapping[str, Any]],
@@ -232,7 +337,8 @@ def upsert(conn: Connection, rollups: Rollups) -> None:
             ("rollups_new", RollupRow, ROLLUP_KEY, rollups.rollups, _ADD_COUNTS),
             ("phrases_new", PhraseRollupRow, PHRASE_KEY, rollups.phrases, _PHRASE_UPDATE),
             ("conversations_new", ConversationRollupRow, ("conversation_id",),
-             rollups.conversations, _CONVERSATION_UPDATE)) if rows]
+             rollups.conversations, _CONVERSATION_UPDATE),
+            ("groups_new", GroupRollupRow, GROUP_KEY, rollups.groups, _ADD_MOMENTS)) if rows]
         if parts:
             ctes = ", ".join(
                 f"{name} AS ({pgjson.insert_sql(t, name, key, 'DO UPDATE SET ' + update, 't')})"
@@ -246,7 +352,8 @@ def upsert(conn: Connection, rollups: Rollups) -> None:
             (RollupRow, ROLLUP_KEY, rollups.rollups, _ADD_COUNTS),
             (PhraseRollupRow, PHRASE_KEY, rollups.phrases, _SQLITE_PHRASE_UPDATE),
             (ConversationRollupRow, ("conversation_id",), rollups.conversations,
-             _SQLITE_CONVERSATION_UPDATE)):
+             _SQLITE_CONVERSATION_UPDATE),
+            (GroupRollupRow, GROUP_KEY, rollups.groups, _ADD_MOMENTS)):
         if rows:
             table: Table = model.__table__  # type: ignore[assignment]
             cols = [c.name for c in table.columns]
@@ -268,6 +375,7 @@ def _sqlite_value(value: Any) -> Any:
 
 _ADD_COUNTS = ", ".join(f"{c} = t.{c} + excluded.{c}" for c in ("n", "flagged", "total",
                                                                   "total_sq"))
+_ADD_MOMENTS = ", ".join(f"{c} = t.{c} + excluded.{c}" for c in ("n", "total", "total_sq"))
 _PHRASE_UPDATE = ("n = t.n + excluded.n, max_share = GREATEST(t.max_share, excluded.max_share), "
                   "max_replies = GREATEST(t.max_replies, excluded.max_replies)")
 _CONVERSATION_UPDATE = (
@@ -296,12 +404,13 @@ _SQLITE_CONVERSATION_UPDATE = (
 
 
 def subtract(conn: Connection, turns: Iterable[Mapping[str, Any]],
-             findings: Iterable[Mapping[str, Any]]) -> None:
-    """Take deleted rows' contributions out of ``rollups`` and ``phrase_rollups`` (a turn and
-    all its findings leave together, so no ``prior``); rows left at ``n`` 0 are deleted. The
-    largest share and replies of a phrase stay as they were (a maximum cannot be undone)."""
-    gone = aggregate(turns, findings)
-    if not (gone.rollups or gone.phrases):
+             findings: Iterable[Mapping[str, Any]], pairs: Iterable[Pair] = ()) -> None:
+    """Take deleted rows' contributions out of ``rollups``, ``phrase_rollups`` and
+    ``group_rollups`` (a turn and all its findings leave together, so no ``prior``; ``pairs``
+    from :func:`group_pairs` after the delete); rows left at ``n`` 0 are deleted. The largest
+    share and replies of a phrase stay as they were (a maximum cannot be undone)."""
+    gone = aggregate(turns, findings, pairs=pairs)
+    if not (gone.rollups or gone.phrases or gone.groups):
         return
     for row in gone.rollups:
         for c in ("n", "flagged", "total", "total_sq"):
@@ -309,9 +418,13 @@ def subtract(conn: Connection, turns: Iterable[Mapping[str, Any]],
     for row in gone.phrases:
         row["n"] = -row["n"]
         row["max_share"] = row["max_replies"] = None
-    upsert(conn, Rollups(gone.rollups, gone.phrases))
+    for row in gone.groups:
+        for c in ("n", "total", "total_sq"):
+            row[c] = -row[c]
+    upsert(conn, Rollups(gone.rollups, gone.phrases, groups=gone.groups))
     for table, key, rows in ((RollupRow.__table__, ROLLUP_KEY, gone.rollups),
-                             (PhraseRollupRow.__table__, PHRASE_KEY, gone.phrases)):
+                             (PhraseRollupRow.__table__, PHRASE_KEY, gone.phrases),
+                             (GroupRollupRow.__table__, GROUP_KEY, gone.groups)):
         keys = sorted({tuple(r[k] for k in key) for r in rows})
         for i in range(0, len(keys), 200):
             cols = [table.c[k] for k in key]  # type: ignore[attr-defined]

@@ -103,7 +103,10 @@ class Sink:
                 if new_turns or new_findings:
                     fresh = {t["id"] for t in new_turns}
                     prior = _prior(conn, new_findings, fresh)
-                    rollups.upsert(conn, rollups.aggregate(new_turns, new_findings, prior))
+                    pairs = rollups.group_pairs(conn, new_findings, [
+                        (t["conversation_id"], t["turn"]) for t in new_turns])
+                    rollups.upsert(conn, rollups.aggregate(new_turns, new_findings, prior,
+                                                           pairs))
         except SQLAlchemyError as exc:
             raise store_error("cannot write batch", exc) from exc
 
