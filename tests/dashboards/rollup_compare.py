@@ -96,10 +96,12 @@ def ranges_over(start: datetime, end: datetime) -> list[tuple[datetime, datetime
 
 def rollups_match_rows(engine: Engine, tolerance: float = 1e-6) -> int:
     """The stored rollups equal the rollups of every stored row aggregated at once (each turn
-    with all its findings: no 'prior' to get wrong); returns the rollup rows compared."""
+    with all its findings: no 'prior' to get wrong, every gap pair's two sides at hand);
+    returns the rollup rows compared."""
     from pipeline.store import rollups
     from pipeline.store.models import (
         ConversationRollupRow,
+        GroupRollupRow,
         PhraseRollupRow,
         RollupRow,
         TurnRow,
@@ -112,13 +114,18 @@ def rollups_match_rows(engine: Engine, tolerance: float = 1e-6) -> int:
         turns = [dict(r._mapping) for r in conn.execute(select(TurnRow.__table__))]
         findings = [dict(r._mapping) for r in conn.execute(select(FindingRow.__table__))]
         stored = {m.__tablename__: [dict(r._mapping) for r in conn.execute(
-            select(m.__table__))] for m in (RollupRow, PhraseRollupRow, ConversationRollupRow)}
-    want = rollups.aggregate(turns, findings)
+            select(m.__table__))] for m in (RollupRow, PhraseRollupRow, ConversationRollupRow,
+                                            GroupRollupRow)}
+        # every turn is whole here: the pairs are made from these rows alone, nothing read
+        pairs = rollups.group_pairs(conn, findings, [(t["conversation_id"], t["turn"])
+                                                     for t in turns])
+    want = rollups.aggregate(turns, findings, pairs=pairs)
     keys = {"rollups": rollups.ROLLUP_KEY, "phrase_rollups": rollups.PHRASE_KEY,
-            "conversation_rollups": ("conversation_id",)}
+            "conversation_rollups": ("conversation_id",), "group_rollups": rollups.GROUP_KEY}
     compared = 0
     for name, rows in (("rollups", want.rollups), ("phrase_rollups", want.phrases),
-                       ("conversation_rollups", want.conversations)):
+                       ("conversation_rollups", want.conversations),
+                       ("group_rollups", want.groups)):
         def keyed(rs: list[dict[str, Any]], name: str = name) -> dict[Any, dict[str, Any]]:
             return {tuple(normal(r[k], k) for k in keys[name]): r for r in rs}
         got, exp = keyed(stored[name]), keyed(rows)
