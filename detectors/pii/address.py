@@ -275,6 +275,7 @@ class StreetAddressRecognizer(WindowContextMixin, ChatPatternRecognizer):
         results = sorted((r for r in super().analyze(text, entities, nlp_artifacts, regex_flags)
                           if not _time_price_or_date(text, r.start, r.end)
                           and not _sentence_end_before_number(text, r)
+                          and not _venue_name(text, r)
                           and (_pattern(r) not in (NO_TYPE, HOUSE, NAMED_HOUSE)
                                or _no_type_evidence(text, r, places))),
                          key=lambda r: (r.start, -r.end))
@@ -294,6 +295,42 @@ class StreetAddressRecognizer(WindowContextMixin, ChatPatternRecognizer):
                 r.analysis_explanation.score = r.score
             out.append(r)
         return self._boost(text, out)
+
+
+_NEXT_WORD = re.compile(r"(?:'s|’s)?[ \t]+([\p{L}\p{M}][\p{L}\p{M}'’\-]*)")
+# After a street-like name, what makes it a venue's or an event's name, not an address: the
+# place is *at* an address ("Amberly Court at 3405 Westfield Terrace", "Halvern, located at
+# 20 ..."), or events and tickets are "of" it ("4 Tarrow Drive events", "the Tarrow Drive gig").
+_AT_ADDRESS_AFTER = re.compile(r"[ \t]*,?[ \t]+(?:(?:which|that)[ \t]+is[ \t]+)?"
+                               r"(?:(?:located|situated|found)[ \t]+)?at[ \t]+(?:the[ \t]+)?\d")
+_EVENT_AFTER = re.compile(r"[ \t]+(?:events?|concerts?|shows?|gigs?|tickets?|tours?|"
+                          r"performances?)\b")
+_NUMBERLESS = ("name, street type", "street-type prefix, name, number")
+
+
+def _venue_name(text: str, r: RecognizerResult) -> bool:
+    """pii 1.8.1: whether a candidate is the name of a venue or an event, not an address: a
+    venue's word inside it or right after it ("1 Hotel Harbour Bridge", "Brenlow 12 Cinema",
+    "Westbrook Gardens Apartments"), events after it ("the Tarrow Drive event"), or, for a name with
+    no number, a thing noun that calls it so before it ("an apartment called Linden Creek
+    Place") or an address after "at" ("Amberly Court at 3405 Westfield Terrace")."""
+    from detectors.pii.catalogue import _NAMED_THING, VENUE_WORDS
+
+    words = [w.casefold() for w in re.findall(r"[\p{L}\p{M}]+", text[r.start:r.end])]
+    nxt = _NEXT_WORD.match(text, r.end)
+    if nxt is not None and nxt.group(1)[:1].isupper():
+        words.append(nxt.group(1).casefold())
+    # "12 Hotel Street", "Cinema Road": a venue's word right before the street type that ends
+    # the address names the street
+    own = len(re.findall(r"[\p{L}\p{M}]+", text[r.start:r.end]))
+    last_type = own >= 2 and re.fullmatch(rf"(?i:{STREET_TYPES})", words[own - 1]) is not None
+    if any(w in VENUE_WORDS and not (last_type and i == own - 2)
+           for i, w in enumerate(words)) or _EVENT_AFTER.match(text, r.end):
+        return True
+    if _pattern(r) in _NUMBERLESS and not re.search(r"\d", text[r.start:r.end]):
+        return bool(_AT_ADDRESS_AFTER.match(text, r.end)
+                    or _NAMED_THING.search(text[max(0, r.start - 40):r.start]))
+    return False
 
 
 _MONTH_NUMBER = re.compile(rf"(?i:{_MONTHS})\.?[ \t]+\d")

@@ -92,6 +92,10 @@ _PERSON_NOUN = (r"(?:guy|man|men|woman|women|girl|boy|lady|gentleman|person|peop
                 r"stylist|technician|engineer|driver|courier|neighbou?r|kid|child|son|"
                 r"daughter|brother|sister|mother|father|husband|wife|partner|cousin|"
                 r"uncle|aunt|nephew|niece|user|member|manager|teacher|student|rep)")
+# People who work at a place: "the hotel staff called Maria" names a person.
+_STAFF = (r"(?:staff|team|desk|reception|receptionist|office|owner|owners|chef|waiter|waitress|"
+          r"host|hostess|concierge|manager|workers?|employees?|support|front|just|also|then|"
+          r"finally|already|has|have|had|never|and|who|which|that)")
 # A thing noun right before the span, after a determiner or before "called", "named" or
 # "titled": "the song Shallow", "a movie called After", "a place called Zaoh", "the album
 # Lifers" (not "show Maria around": a verb takes no determiner).
@@ -102,8 +106,16 @@ _THING_NOUN = (r"(?:song|album|track|single|record|movie|film|show|series|episod
 _NAMED_THING = re.compile(
     rf"(?i)(?:\b(?:the|a|an|this|that|our|your|their|its)\s+(?:\w+\s+)?{_THING_NOUN}|"
     rf"\b{_THING_NOUN}\s+(?:called|named|titled)|\btitled|\b{_THING_NOUN}(?:'s)?\s+name\s+is|"
-    rf"\b(?:it|it's|its|one|this|that|which)\s+(?:is\s+|was\s+)?(?:called|named)|"
-    rf"\b(?:a|an|one)\s+(?!{_PERSON_NOUN}\b)[a-z]+\s+(?:called|named))\s+(?:the\s+)?$")
+    rf"\b(?:it|it's|its|one|this|that|which)\s+(?:is\s+|was\s+|to\s+be\s+)?(?:called|named)|"
+    rf"\b(?:a|an|one)\s+(?!{_PERSON_NOUN}\b)[a-z]+\s+(?:called|named)|"
+    # pii 1.8.1: "the event is called", "its name is", "the title of the song is", "a
+    # restaurant in Brisbane called", "a hotel by the name of"
+    rf"\b{_THING_NOUN}\s+(?:is|was)\s+(?:called|named|titled)|\bits\s+name\s+is|"
+    rf"\b(?:title|name)\s+of\s+(?:the|this|that|your)\s+{_THING_NOUN}\s+is|"
+    rf"\b(?:the|this|that|your)\s+(?:event|concert|show|movie|film|song|album|venue)"
+    rf"(?:\s*,|\s+(?:is|was))|"
+    rf"\b(?:a|an|the|one)\s+(?:\w+\s+){{0,2}}{_THING_NOUN}\s+(?:(?!{_PERSON_NOUN}\b|{_STAFF}\b)"
+    rf"[\w'’]+\s+){{0,3}}(?:called|named|by\s+the\s+name\s+of))\s+(?:the\s+)?$")
 # "by" before a name in a sentence about media: an artist's or a director's credit.
 _MEDIA = re.compile(r"(?i)\b(?:songs?|albums?|tracks?|music|playlists?|artists?|bands?|"
                     r"movies?|films?|directed|starring|listen|play(?:ing)?|hear|sung|sings?|"
@@ -117,7 +129,7 @@ VENUE_WORDS = frozenset(
     hotel hotels motel inn suites resort hostel apartments condos residences stadium arena
     ballpark amphitheater amphitheatre theater theatre cinema cinemas playhouse museum gallery
     zoo aquarium cathedral ballroom restaurant ristorante trattoria pizzeria bistro diner cafe
-    café bakery brewery tavern pub steakhouse brasserie
+    café bakery brewery tavern pub steakhouse brasserie alehouse shop
     """.split()  # noqa: SIM905
 )  # not "park", "field", "hall", "lodge", "church", "kitchen": surnames too ("Seo-yeon Park")
 # The capitalised run of a venue's name before the span: "Stadium of", "Hotel", "Inn New".
@@ -130,13 +142,85 @@ _EVENT = re.compile(r"(?i)\b(?:events?|concerts?|shows?|gigs?|tours?|festivals?|
                     r"tickets?|live|stage|venue|popular|showtimes?|playing)\b")
 _PERFORMER_AFTER = re.compile(
     r"(?:'s|’s)?\s+(?:(?i:will\s+(?:perform\w*|play\w*|appear\w*|sing\w*|have\s+a\s+show|"
-    r"be\s+live)|is\s+(?:performing|playing|appearing|live)\b|performs|plays\s+(?:at|live)|"
+    r"be\s+(?:live|playing|performing))|is\s+(?:(?:also|now|currently|still)\s+)?"
+    r"(?:performing|playing|appearing|live)\b|performs|plays\s+(?:at|live)|"
     r"live\s+at|(?:concert|show|gig|event|tour)\b)|"
     r"(?i:(?:will\s+be\s+|is\s+)?at\s+(?:the\s+)?)\p{Lu})")
 _PERFORMER_BEFORE = re.compile(
     r"(?i)\b(?:there's|there\s+is|the\s+popular|popular\s+is|featuring|starring)\s+$")
 _NAME_REST = re.compile(r"(?:[ \t]+\p{Lu}[\p{L}\p{M}'’\-]*){1,2}")
 _NAME_HEAD = re.compile(r"(?:\p{Lu}[\p{L}\p{M}'’\-]*[ \t]+){1,2}$")
+# pii 1.8.1. The capitalised run a span starts, up to a venue's word: "Brenlow Cinema & Alehouse",
+# "Ashgrove Point Apartments", "Tomas Vey's Irish Pub" (capitalised words only, so "Maria by
+# the Hilton Hotel" is no venue's name).
+_VENUE_RUN = re.compile(r"(?:'s|’s)?(?:\s+(?:of|&|\d{1,3}|\p{Lu}[\p{L}\p{M}'’\-]*)){1,4}")
+# The span said to be a thing: "Orsolya Dree is a great restaurant", "Kelmarsh Point, which is a
+# historical landmark", "The Halden Crown Tarrow is also a nice 3 star hotel"; the noun
+# must end the phrase ("Sam is a hotel manager" is a person).
+_THING_ROLE = (r"(?:landmark|attraction|venue|museum|restaurant|place\s+of\s+worship|park|"
+               r"event|concert|festival|movie|film|song|album|show|musical|play|hotel|motel|"
+               r"resort|apartments?|property|complex|cinema|theat(?:er|re)|shop|store|brand|"
+               r"bar|pub|caf[eé]|diner|bistro|eatery|spot|destination|gallery|zoo|"
+               r"amusement\s+park|theme\s+park|nature\s+preserve|one\s+of\s+the\s+movies)s?")
+_SAID_THING = re.compile(
+    r"(?:'s|’s)?(?:\s+(?:of|in|&|\p{Lu}[\p{L}\p{M}'’\-]*)){0,4}?,?\s+(?:which\s+)?"
+    r"(?i:is|was|'s|’s)\s+(?i:also\s+|really\s+|quite\s+)?(?i:a|an|one\s+of\s+the)\s+"
+    r"(?:(?!(?i:at|in|of|for|with|the|from|to|on|by|who|that)\b)[\w'’\-]+\s+){0,3}?(?i:"
+    + _THING_ROLE + r")\b(?!\s+(?!(?i:in|at|on|with|for|near|"
+    r"and|that|which|you|i)\b)\p{Ll})")
+# ... or so said in the next sentence: "You might enjoy Wenlock Hall. It's a Performing Arts
+# Venue.", "Try the Tarrow Bridge. It is a historical landmark."
+_SAID_NEXT = re.compile(
+    r"(?:'s|’s)?(?:\s+(?:of|in|&|\p{Lu}[\p{L}\p{M}'’\-]*)){0,4}?[.!]\s+(?:It|This)(?:'s|’s|"
+    r"\s+is)\s+(?i:also\s+|really\s+|quite\s+)?(?i:a|an)\s+(?:(?!(?i:at|in|of|for|with|the|"
+    r"from|to|on|by|who|that)\b)[\w'’\-]+\s+){0,3}?(?i:" + _THING_ROLE + r")\b(?!\s+\p{Ll})")
+# A title on a screen: "Please confirm Marigold playing with subtitles".
+_SHOWING_AFTER = re.compile(r"\s+(?:playing|showing|screening)\s+(?:with|without|on|in)\b")
+# A title credited to an artist, in a sentence about media: "How about Evening Fern by Odile
+# Marchetti".
+_TITLE_BY = re.compile(r"(?:\s+(?:of|the|a|in|for|\p{Lu}[\p{L}\p{M}'’\-]*)){0,3}?\s+by\s+"
+                       r"\p{Lu}")
+# A title played: "I'm playing Evening Fern on the TV" (a device or media word in the sentence).
+_PLAYED = re.compile(r"(?i)\b(?:play|playing|played|stream|streaming)\s+(?:the\s+)?$")
+_DEVICE = re.compile(r"(?i)\b(?:tv|speaker|speakers|device|subtitles|screen|songs?|albums?|"
+                     r"tracks?|movies?|films?|shows?|episodes?|playlists?)\b")
+# A venue's or a record's noun after a name, lower-case too: "visit Aster Park apartments",
+# "from Narrated For You album" (a place cue before it does not make it a place).
+_HEAD_AFTER = re.compile(r"[ \t]+(?i:albums?|songs?|tracks?|soundtracks?|playlists?|movies?|films?|"
+                         r"events?|concerts?|festivals?|apartments|condos)\b")
+# "from" an artist or an album, in a sentence about music or films: a credit, like "by".
+_FROM_CREDIT = re.compile(r"(?i)\bfrom\s+(?:the\s+)?(?:(?:album|artist|band|singer|"
+                          r"movie|film|show)\s+)?$")
+# Tickets to an event: a number of tickets, "to"/"for" the span, then a date, a town or a venue
+# ("Book 2 tickets for Kim Vale in Tarrow on March 3rd"); "held for", "are for" and a name with
+# nothing of an event after it keep a customer's name ("2 tickets for Sam, please").
+_TICKETS_FOR = re.compile(r"(?i)\b(?:\d+|a|one|two|three|four|five|six|seven|eight|nine|ten)"
+                          r"\s+(?:\w+\s+)?tickets?\s+(?:to|for)\s+(?:the\s+)?"
+                          r"(?:\p{Lu}\S*\s+){0,2}$")
+_EVENT_AFTER = re.compile(r"(?:\s+(?:and|&)\s+\p{Lu}[\p{L}\p{M}'’\-]*)?\s+(?:on\s+(?:(?i:"
+                          r"january|february|march|april|may|june|july|august|september|october|"
+                          r"november|december|monday|tuesday|wednesday|thursday|friday|saturday|"
+                          r"sunday|the\s+\d)|\d)|(?:in|at)\s+(?:the\s+)?\p{Lu})")
+# pii 1.8.1: names offered as options in a listing: "I found 4 films. How about Quiet Orchards,
+# Paper Lanterns or Marigold?" An offer ("how about", "would you like", "including"...) or a
+# sentence that is only the list, right after one that counts things of a listing; the things
+# are titles, venues or products (not stylists or doctors, whose names stay names).
+_LISTING_NOUN = (r"(?:movies?|films?|songs?|tracks?|albums?|events?|concerts?|shows?|"
+                 r"showings?|restaurants?|hotels?|attractions?|apartments?|properties|cars?|"
+                 r"titles?|matches|results|options|recommendations|showtimes?|plays?|musicals?)")
+_OFFER = re.compile(
+    r"(?i)(?:\b(?:how|what)\s+about|\bwhat\s+do\s+you\s+think\s+(?:of|about)|"
+    r"\bwould\s+you\s+like(?:\s+to\s+(?:see|watch|hear|try))?|"
+    r"\bdo\s+you\s+(?:like|want(?:\s+to\s+(?:see|watch|hear))?)|\binterested\s+in|"
+    r"\btry|\bincluding|\bsuch\s+as|\bshowings\s+of|\bchoose\s+from|\bthere'?s|"
+    r"\bthere\s+(?:is|are)|\bwe\s+have|\bi\s+have|\bthey\s+(?:have|got)|\bnext)"
+    r"\s*[,:]?\s+")
+_COUNTED = re.compile(rf"(?i)\b(?:\d+|a|one|two|three|four|five|six|seven|eight|nine|ten|some|"
+                      rf"several|few)\s+(?:[\w-]+\s+){{0,2}}?{_LISTING_NOUN}\b")
+_TITLE_ITEM = re.compile(
+    r"[\p{Lu}\d][\p{L}\p{M}\d'’!:.\-]*(?:\s+(?:[\p{Lu}\d][\p{L}\p{M}\d'’!:.\-]*|a|an|the|of|in|on|"
+    r"and|or|for|with|is|to|at|by|from|my|your|de|la|le|del))*[?!.]?")
+_LIST_ITEM_SEP = re.compile(r"\s*(?:,\s*(?:(?:and|or)\s+)?|\s(?:and|or)\s+)")
 _FIXTURE = re.compile(r"(?i)\b(?:vs\.?|versus|v\.)\s*$")
 _FIXTURE_AFTER = re.compile(r"(?i)\s+(?:vs\.?|versus|v\.)\s")
 # Words that may continue a name run after the span ("Lanna Thai Restaurant", "Courtyard by
@@ -185,6 +269,51 @@ def _sentence(text: str, start: int, end: int) -> str:
     return text[lo:after.start() if after else len(text)]
 
 
+# A sentence's end, not an abbreviation's full stop ("Dr. Who", "St. Louis").
+_LIST_SENTENCE = re.compile(r"(?<!\b(?:Dr|Mr|Mrs|Ms|St|Jr|Sr|Mt|vs|No))[.!?\n]")
+
+
+def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    lo = max((m.end() for m in _LIST_SENTENCE.finditer(text, 0, start)), default=0)
+    after = _LIST_SENTENCE.search(text, end)
+    return lo, after.start() if after else len(text)
+
+
+def offered_in_listing(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is one of the names a listing offers (pii 1.8.1): in its
+    sentence, after an offer ("How about", "including", "would you like") or alone after a
+    sentence that counts titles, venues or products ("I found 4 films."), with such a count
+    in its sentence or the one before, and every item of the list capitalised. A person cue
+    ("for", "with", "my name is") before the list or the span keeps it a name."""
+    lo, hi = _sentence_bounds(text, start, end)
+    prev_lo, _ = _sentence_bounds(text, max(0, lo - 2), max(0, lo - 1)) if lo else (0, 0)
+    counted = _COUNTED.search(text, prev_lo, hi) is not None
+    head = text[lo:start]
+    offer = None
+    for m in _OFFER.finditer(head):
+        offer = m
+    list_start = lo + offer.end() if offer else lo + len(head) - len(head.lstrip())
+    if offer is None and not (counted and lo and _COUNTED.search(text, prev_lo, lo)):
+        return False
+    region = text[list_start:hi]
+    if len(region) > 160 or _WEAK_PERSON.search(text[max(0, list_start - 12):list_start]) \
+            or _STRONG_PERSON.search(text[max(0, list_start - 30):list_start]):
+        return False
+    items = [i for i in _LIST_ITEM_SEP.split(region.strip()) if i]
+    if counted:
+        return bool(items) and all(i[:1].isupper() or i[:1].isdigit() for i in items)
+    # No count: an offer of three or more titles, each written as one ("Nights with My
+    # Family"; not "Lee to call you back"), with no word for a person about it.
+    return (len(items) >= 3 and all(_TITLE_ITEM.fullmatch(i) for i in items)
+            and not re.search(rf"(?i)\b{_PERSON_NOUN}s?\b|\b(?:stylists?|doctors?|dentists?|"
+                              rf"therapists?|agents?|tutors?|trainers?)\b", text[prev_lo:hi]))
+
+
+def _listed(span: str) -> bool:
+    plain = " ".join(span.split())
+    return plain.casefold() in places() or bool(re.fullmatch(rf"(?i:{COUNTRIES})", plain))
+
+
 def thing_evidence(text: str, start: int, end: int, entity: str = "PERSON") -> str | None:
     """Why ``text[start:end]`` (tagged ``entity``) names a thing, or None where it may be a
     person or a place: ``named_thing``, ``catalogue_word``, ``fixture``, ``media_credit``,
@@ -194,9 +323,31 @@ def thing_evidence(text: str, start: int, end: int, entity: str = "PERSON") -> s
     if _NAMED_THING.search(before):
         return "named_thing"
     venue = _VENUE_BEFORE.search(before)
-    if (venue is not None and any(w in VENUE_WORDS for w in _words(venue.group())[-3:])) or (
+    if (venue is not None and any(w in VENUE_WORDS for w in _words(venue.group())[-5:])) or (
             _words(span)[-1:] and _words(span)[-1] in VENUE_WORDS and span[:1].isupper()):
         return "catalogue_word"  # inside a venue's name: "Stadium of Anaheim", "Park Apartments"
+    venue_run = _VENUE_RUN.match(text, end) if span[:1].isupper() else None
+    if venue_run is not None and any(w in VENUE_WORDS for w in _words(venue_run.group())):
+        return "catalogue_word"  # the start of a venue's name: "Brenlow Cinema & Alehouse"
+    if span[:1].isupper() and (_SAID_THING.match(text, end) or _SAID_NEXT.match(text, end)):
+        return "said_thing"  # "Orsolya Dree is a great restaurant"
+    run_end = venue_run.end() if venue_run is not None else end
+    if span[:1].isupper() and _HEAD_AFTER.match(text, run_end):
+        return "catalogue_word"  # "visit Ashgrove Row apartments", "the Paper Kites album"
+    if span[:1].isupper() and _TICKETS_FOR.search(before) and _EVENT_AFTER.match(text, run_end):
+        return "performer"  # "2 tickets for Kim Vale on March 3rd in Tarrow"
+    if span[:1].isupper() and _FROM_CREDIT.search(before) and _MEDIA.search(
+            _sentence(text, start, end)) and not (entity == "LOCATION" and _listed(span)):
+        return "media_credit"  # "songs from Odile Marchetti", "from Quiet Orchards"
+    if span[:1].isupper() and not (entity == "LOCATION" and _listed(span)) and \
+            offered_in_listing(text, start, end):
+        return "listing"  # "I found 4 films. How about Quiet Orchards or Marigold?"
+    sentence = _sentence(text, start, end)
+    if span[:1].isupper() and not _WEAK_PERSON.search(before) and (
+            (_TITLE_BY.match(text, end) and _MEDIA.search(sentence))
+            or ((_PLAYED.search(before) or _SHOWING_AFTER.match(text, end))
+                and _DEVICE.search(sentence))):
+        return "media_title"  # "Evening Fern by Odile Marchetti", "playing Evening Fern on the TV"
     if _STRONG_PERSON.search(before) or (entity == "LOCATION" and _PLACE_CUE.search(before)):
         return None
     words = _words(span)
@@ -222,10 +373,8 @@ def thing_evidence(text: str, start: int, end: int, entity: str = "PERSON") -> s
                 _PERFORMER_AFTER.match(text, rest.end() if rest else end)
                 or _PERFORMER_BEFORE.search(lead)):
             return "performer"  # a performer in a listing of events: public, not personal
-    if entity == "LOCATION":
-        plain = " ".join(span.split())
-        if plain.casefold() in places() or re.fullmatch(rf"(?i:{COUNTRIES})", plain):
-            return None
+    if entity == "LOCATION" and _listed(span):
+        return None
     if _WEAK_PERSON.search(before):
         return None
     names = first_names()
@@ -251,3 +400,28 @@ def drop_catalogue_names(text: str, results: Sequence[Any]) -> list[Any]:
     """``results`` without the PERSON and LOCATION spans that name a thing."""
     return [r for r in results if r.entity_type not in NAME_LIKE
             or thing_evidence(text, r.start, r.end, r.entity_type) is None]
+
+
+def named_as_thing_earlier(value: str, entity: str, earlier: Sequence[str]) -> bool:
+    """Whether an earlier turn of the conversation names ``value`` as a thing (pii 1.8.1): the
+    same capitalised words there, with evidence of a thing about them ("I found 4 films. How
+    about Marigold or Harbour Lights?" before "Marigold is perfect" or "Please confirm
+    Marigold at 7 pm"). A listed place or a country is never one."""
+    value = " ".join(value.split())
+    if len(value) < 3 or not value[:1].isupper() or (entity == "LOCATION" and _listed(value)):
+        return False
+    pattern = re.compile(rf"(?<![\p{{L}}\p{{M}}\d]){re.escape(value)}(?![\p{{L}}\p{{M}}\d])")
+    return any(thing_evidence(t, m.start(), m.end(), entity) is not None
+               for t in earlier for m in pattern.finditer(t))
+
+
+def drop_things_named_earlier(text: str, results: Sequence[Any],
+                              earlier: Sequence[str]) -> list[Any]:
+    """``results`` without the PERSON and LOCATION spans that an earlier turn of the same
+    conversation names as a thing, unless a strong person cue stands before the span here
+    ("my name is ...")."""
+    if not earlier:
+        return list(results)
+    return [r for r in results if r.entity_type not in NAME_LIKE
+            or _STRONG_PERSON.search(text[max(0, r.start - 40):r.start])
+            or not named_as_thing_earlier(text[r.start:r.end], r.entity_type, earlier)]

@@ -104,9 +104,13 @@ class PiiDetector:
         # a name recurring across its conversations is no person; its digest joins the version;
         # 1.8.0: the head trained on invented catalogue names (titles, artists, venues, hotels,
         # restaurants, flats, cars) labelled O; names inside a venue's name, things "called"
-        # something and performers in a listing of events are no person
+        # something and performers in a listing of events are no person; 1.8.1: a thing said
+        # to be one ("... is a great restaurant"), a venue's word after a name, titles credited,
+        # played or offered in a listing, tickets to a performer on a date, "from" an artist;
+        # a venue's or event's name beside an address is no address; "City" or "From" inside a
+        # name is no place cue
         self.catalogue = _read_catalogue(catalogue) if catalogue else None
-        self.version = f"1.8.0+{model}" + (f"+catalogue.{self.catalogue.digest}"
+        self.version = f"1.8.1+{model}" + (f"+catalogue.{self.catalogue.digest}"
                                            if self.catalogue is not None else "")
         self.process = process
         self._engine: Any = None
@@ -145,6 +149,8 @@ class PiiDetector:
 
     # -- scoring ---------------------------------------------------------------------------
     def score(self, batch: Sequence[ScoringInput]) -> list[list[Finding]]:
+        from detectors.pii.catalogue import drop_things_named_earlier
+
         texts = [item.turn.text for item in batch]
         states = [item.context.features.get(TOKEN_STATES) for item in batch]
         results = (self.analyze(texts, self.min_score, states)
@@ -156,6 +162,8 @@ class PiiDetector:
                 _unflag_head_entities(found)
             if self.catalogue is not None:
                 found = self.catalogue.drop(item.turn, found, item.context.history)
+            found = drop_things_named_earlier(item.turn.text, found,
+                                              [t.text for t in item.context.history])
             findings = [self._finding(r, f"pii.{r.entity_type.lower()}") for r in found]
             if item.turn.role == "assistant":
                 findings += self._leaks(item.turn.text, found, item.context)

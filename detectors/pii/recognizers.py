@@ -368,6 +368,23 @@ class LocationCueRecognizer(ChatPatternRecognizer):
             return True
         return first.upper() in _ACRONYMS or first.lower() in _NOT_NAMES
 
+    def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None,
+                regex_flags: int | None = None) -> list[RecognizerResult]:
+        results = super().analyze(text, entities, nlp_artifacts, regex_flags)
+        return [r for r in results if not _cue_inside_name(text, r.start)]
+
+
+# A capitalised cue word right after another capitalised word is a word of a name, not a cue:
+# "Brackwell City Music Festival", "Murder Town Devils", "A Boy From Tarrow" (pii 1.8.1);
+# "Visit Paris" at a sentence's start is still a cue.
+_CUE_IN_NAME = re.compile(
+    r"(?<![.!?:;\n][ \t]{0,3})(?<=\p{Lu}[\p{L}\p{M}'’\-]*[ \t]+)"
+    r"(?:City|Town|From|Visit|Visiting|Near)[ \t]+(?:the[ \t]+)?$")
+
+
+def _cue_inside_name(text: str, start: int) -> bool:
+    return _CUE_IN_NAME.search(text[max(0, start - 60):start]) is not None
+
 
 class SpeakerNameRecognizer(ChatPatternRecognizer):
     """Names as line heads: a dialogue speaker label ("Nicole: ...") when the text has two or
