@@ -192,15 +192,24 @@ _HEAD_AFTER = re.compile(r"[ \t]+(?i:albums?|songs?|tracks?|soundtracks?|playlis
 _FROM_CREDIT = re.compile(r"(?i)\bfrom\s+(?:the\s+)?(?:(?:album|artist|band|singer|"
                           r"movie|film|show)\s+)?$")
 # Tickets to an event: a number of tickets, "to"/"for" the span, then a date, a town or a venue
-# ("Book 2 tickets for Kim Vale in Tarrow on March 3rd"); "held for", "are for" and a name with
-# nothing of an event after it keep a customer's name ("2 tickets for Sam, please").
-_TICKETS_FOR = re.compile(r"(?i)\b(?:\d+|a|one|two|three|four|five|six|seven|eight|nine|ten)"
-                          r"\s+(?:\w+\s+)?tickets?\s+(?:to|for)\s+(?:the\s+)?"
+# ("Book 2 tickets for Kim Vale in Tarrow on March 3rd", "tickets to Kim Vale at 8 pm"); "held
+# for", "are for" and a name with nothing of an event after it keep a customer's name ("2
+# tickets for Sam, please").
+_TICKETS_FOR = re.compile(r"(?i)(?:\b(?:\d+|a|one|two|three|four|five|six|seven|eight|nine|ten)"
+                          r"\s+(?:\w+\s+)?tickets?\s+(?:to|for)|\btickets\s+to)\s+(?:the\s+)?"
                           r"(?:\p{Lu}\S*\s+){0,2}$")
+# Tickets handed to someone are for a person: "I sent the tickets to Sam Porter on Monday".
+_TICKETS_GIVEN = re.compile(
+    r"(?i)\b(?:sen[dt]|sending|e?mail(?:ed|ing)?|gave|give|giving|forward(?:ed|ing)?|"
+    r"transferr?(?:ed|ing)?|pass(?:ed|ing)?|hand(?:ed|ing)?|text(?:ed|ing)?|deliver(?:ed|ing)?|"
+    r"assign(?:ed|ing)?|reserved?|held|hold(?:ing)?)\b(?:\s+\S+){0,3}\s+tickets?\s+(?:to|for)\s+"
+    r"(?:the\s+)?(?:\p{Lu}\S*\s+){0,2}$")
 _EVENT_AFTER = re.compile(r"(?:\s+(?:and|&)\s+\p{Lu}[\p{L}\p{M}'’\-]*)?\s+(?:on\s+(?:(?i:"
                           r"january|february|march|april|may|june|july|august|september|october|"
                           r"november|december|monday|tuesday|wednesday|thursday|friday|saturday|"
-                          r"sunday|the\s+\d)|\d)|(?:in|at)\s+(?:the\s+)?\p{Lu})")
+                          r"sunday|the\s+\d)|\d)|for\s+(?i:january|february|march|april|may|"
+                          r"june|july|august|september|october|november|december)\s+\d|"
+                          r"at\s+\d{1,2}(?::\d\d)?\s*(?i:am|pm)\b|(?:in|at)\s+(?:the\s+)?\p{Lu})")
 # pii 1.8.1: names offered as options in a listing: "I found 4 films. How about Quiet Orchards,
 # Paper Lanterns or Marigold?" An offer ("how about", "would you like", "including"...) or a
 # sentence that is only the list, right after one that counts things of a listing; the things
@@ -270,7 +279,9 @@ def _sentence(text: str, start: int, end: int) -> str:
 
 
 # A sentence's end, not an abbreviation's full stop ("Dr. Who", "St. Louis").
-_LIST_SENTENCE = re.compile(r"(?<!\b(?:Dr|Mr|Mrs|Ms|St|Jr|Sr|Mt|vs|No))[.!?\n]")
+# "Shazam! and ..." goes on: a mark before lower-case words, a comma or another mark ends none.
+_LIST_SENTENCE = re.compile(
+    r"(?<!\b(?:Dr|Mr|Mrs|Ms|St|Jr|Sr|Mt|vs|No))[.!?](?![ \t]*(?:\p{Ll}|[,?!]))|\n")
 
 
 def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
@@ -279,8 +290,9 @@ def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
     return lo, after.start() if after else len(text)
 
 
-def offered_in_listing(text: str, start: int, end: int) -> bool:
-    """Whether ``text[start:end]`` is one of the names a listing offers (pii 1.8.1): in its
+def offered_in_listing(text: str, start: int, end: int) -> str | None:
+    """The item of a listing that ``text[start:end]`` is in, or None where it is none of the
+    names a listing offers (pii 1.8.1): in its
     sentence, after an offer ("How about", "including", "would you like") or alone after a
     sentence that counts titles, venues or products ("I found 4 films."), with such a count
     in its sentence or the one before, and every item of the list capitalised. A person cue
@@ -289,24 +301,41 @@ def offered_in_listing(text: str, start: int, end: int) -> bool:
     prev_lo, _ = _sentence_bounds(text, max(0, lo - 2), max(0, lo - 1)) if lo else (0, 0)
     counted = _COUNTED.search(text, prev_lo, hi) is not None
     head = text[lo:start]
+    found = _offered(text, lo, hi, prev_lo, counted, head)
+    if found is None:
+        return None
+    list_start, items = found
+    pos = list_start
+    for item in items:  # the item the span is in
+        at = text.find(item, pos)
+        if at <= start < at + len(item):
+            return item
+        pos = at + len(item)
+    return None
+
+
+def _offered(text: str, lo: int, hi: int, prev_lo: int, counted: bool, head: str
+             ) -> tuple[int, list[str]] | None:
     offer = None
     for m in _OFFER.finditer(head):
         offer = m
     list_start = lo + offer.end() if offer else lo + len(head) - len(head.lstrip())
     if offer is None and not (counted and lo and _COUNTED.search(text, prev_lo, lo)):
-        return False
+        return None
     region = text[list_start:hi]
     if len(region) > 160 or _WEAK_PERSON.search(text[max(0, list_start - 12):list_start]) \
             or _STRONG_PERSON.search(text[max(0, list_start - 30):list_start]):
-        return False
+        return None
     items = [i for i in _LIST_ITEM_SEP.split(region.strip()) if i]
     if counted:
-        return bool(items) and all(i[:1].isupper() or i[:1].isdigit() for i in items)
+        ok = bool(items) and all(i[:1].isupper() or i[:1].isdigit() for i in items)
+        return (list_start, items) if ok else None
     # No count: an offer of three or more titles, each written as one ("Nights with My
     # Family"; not "Lee to call you back"), with no word for a person about it.
-    return (len(items) >= 3 and all(_TITLE_ITEM.fullmatch(i) for i in items)
-            and not re.search(rf"(?i)\b{_PERSON_NOUN}s?\b|\b(?:stylists?|doctors?|dentists?|"
-                              rf"therapists?|agents?|tutors?|trainers?)\b", text[prev_lo:hi]))
+    ok = (len(items) >= 3 and all(_TITLE_ITEM.fullmatch(i) for i in items)
+          and not re.search(rf"\b{_PERSON_NOUN}s?\b|\b(?:stylists?|doctors?|dentists?|"
+                            rf"therapists?|agents?|tutors?|trainers?)\b", text[prev_lo:hi]))
+    return (list_start, items) if ok else None
 
 
 def _listed(span: str) -> bool:
@@ -334,13 +363,16 @@ def thing_evidence(text: str, start: int, end: int, entity: str = "PERSON") -> s
     run_end = venue_run.end() if venue_run is not None else end
     if span[:1].isupper() and _HEAD_AFTER.match(text, run_end):
         return "catalogue_word"  # "visit Ashgrove Row apartments", "the Paper Kites album"
-    if span[:1].isupper() and _TICKETS_FOR.search(before) and _EVENT_AFTER.match(text, run_end):
+    if span[:1].isupper() and _TICKETS_FOR.search(before) and not _TICKETS_GIVEN.search(
+            before) and _EVENT_AFTER.match(text, run_end):
         return "performer"  # "2 tickets for Kim Vale on March 3rd in Tarrow"
     if span[:1].isupper() and _FROM_CREDIT.search(before) and _MEDIA.search(
             _sentence(text, start, end)) and not (entity == "LOCATION" and _listed(span)):
         return "media_credit"  # "songs from Odile Marchetti", "from Quiet Orchards"
-    if span[:1].isupper() and not (entity == "LOCATION" and _listed(span)) and \
-            offered_in_listing(text, start, end):
+    item = offered_in_listing(text, start, end) if span[:1].isupper() else None
+    if item is not None and not (entity == "LOCATION" and _listed(span)
+                                 and item.strip(" ?!.") == span):
+        # a listed town is offered only inside a longer title ("... Time in Hollywood")
         return "listing"  # "I found 4 films. How about Quiet Orchards or Marigold?"
     sentence = _sentence(text, start, end)
     if span[:1].isupper() and not _WEAK_PERSON.search(before) and (
