@@ -182,6 +182,12 @@ _TITLE_BY = re.compile(r"(?:\s+(?:of|the|a|in|for|\p{Lu}[\p{L}\p{M}'’\-]*)){0,
                        r"\p{Lu}")
 # A title played: "I'm playing Evening Fern on the TV" (a device or media word in the sentence).
 _PLAYED = re.compile(r"(?i)\b(?:play|playing|played|stream|streaming)\s+(?:the\s+)?$")
+# A title watched or heard: "Do you want to watch Marigold?", "I wish to watch Marigold.", "Listen
+# to Evening Fern now" (only what ends the phrase may follow: "watch Sam play" is a person).
+_WATCHED = re.compile(r"(?i)\b(?:watch|watching|hear|listen\s+to|listening\s+to)\s+(?:the\s+)?$")
+_WATCHED_END = re.compile(r"(?:'s|’s)?(?:\s+(?:of|in|&|\p{Lu}[\p{L}\p{M}'’\-]*|\d+)){0,4}?\s*"
+                          r"(?:[?.!,;]|$|\s+(?:with|without|on|now|tonight|today|tomorrow|later|"
+                          r"please)\b)")
 _DEVICE = re.compile(r"(?i)\b(?:tv|speaker|speakers|device|subtitles|screen|songs?|albums?|"
                      r"tracks?|movies?|films?|shows?|episodes?|playlists?)\b")
 # A venue's or a record's noun after a name, lower-case too: "visit Aster Park apartments",
@@ -224,6 +230,8 @@ _OFFER = re.compile(
     r"\btry|\bincluding|\bsuch\s+as|\bshowings\s+of|\bchoose\s+from|\bthere'?s|"
     r"\bthere\s+(?:is|are)|\bwe\s+have|\bi\s+have|\bthey\s+(?:have|got)|\bnext)"
     r"\s*[,:]?\s+")
+# A listing's noun with no number, for an offer: "Which restaurant? How about Luigi's?"
+_NAMED_LISTING = re.compile(rf"(?i)\b{_LISTING_NOUN}\b")
 _COUNTED = re.compile(rf"(?i)\b(?:\d+|a|one|two|three|four|five|six|seven|eight|nine|ten|some|"
                       rf"several|few)\s+(?:[\w-]+\s+){{0,2}}?{_LISTING_NOUN}\b")
 _TITLE_ITEM = re.compile(
@@ -302,6 +310,8 @@ def offered_in_listing(text: str, start: int, end: int) -> str | None:
     counted = _COUNTED.search(text, prev_lo, hi) is not None
     head = text[lo:start]
     found = _offered(text, lo, hi, prev_lo, counted, head)
+    if found is None and not counted and _NAMED_LISTING.search(text, prev_lo, hi):
+        found = _offered(text, lo, hi, prev_lo, True, head, offer_only=True)
     if found is None:
         return None
     list_start, items = found
@@ -314,11 +324,13 @@ def offered_in_listing(text: str, start: int, end: int) -> str | None:
     return None
 
 
-def _offered(text: str, lo: int, hi: int, prev_lo: int, counted: bool, head: str
-             ) -> tuple[int, list[str]] | None:
+def _offered(text: str, lo: int, hi: int, prev_lo: int, counted: bool, head: str,
+             offer_only: bool = False) -> tuple[int, list[str]] | None:
     offer = None
     for m in _OFFER.finditer(head):
         offer = m
+    if offer_only and offer is None:
+        return None
     list_start = lo + offer.end() if offer else lo + len(head) - len(head.lstrip())
     if offer is None and not (counted and lo and _COUNTED.search(text, prev_lo, lo)):
         return None
@@ -369,17 +381,18 @@ def thing_evidence(text: str, start: int, end: int, entity: str = "PERSON") -> s
     if span[:1].isupper() and _FROM_CREDIT.search(before) and _MEDIA.search(
             _sentence(text, start, end)) and not (entity == "LOCATION" and _listed(span)):
         return "media_credit"  # "songs from Odile Marchetti", "from Quiet Orchards"
+    sentence = _sentence(text, start, end)
+    if span[:1].isupper() and not _WEAK_PERSON.search(before) and (
+            (_TITLE_BY.match(text, end) and _MEDIA.search(sentence))
+            or ((_PLAYED.search(before) or _SHOWING_AFTER.match(text, end))
+                and _DEVICE.search(sentence))
+            or (_WATCHED.search(before) and _WATCHED_END.match(text, end))):
+        return "media_title"  # "Evening Fern by Odile Marchetti", "playing Evening Fern on the TV"
     item = offered_in_listing(text, start, end) if span[:1].isupper() else None
     if item is not None and not (entity == "LOCATION" and _listed(span)
                                  and item.strip(" ?!.") == span):
         # a listed town is offered only inside a longer title ("... Time in Hollywood")
         return "listing"  # "I found 4 films. How about Quiet Orchards or Marigold?"
-    sentence = _sentence(text, start, end)
-    if span[:1].isupper() and not _WEAK_PERSON.search(before) and (
-            (_TITLE_BY.match(text, end) and _MEDIA.search(sentence))
-            or ((_PLAYED.search(before) or _SHOWING_AFTER.match(text, end))
-                and _DEVICE.search(sentence))):
-        return "media_title"  # "Evening Fern by Odile Marchetti", "playing Evening Fern on the TV"
     if _STRONG_PERSON.search(before) or (entity == "LOCATION" and _PLACE_CUE.search(before)):
         return None
     words = _words(span)
