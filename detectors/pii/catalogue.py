@@ -46,6 +46,7 @@ country is dropped only on a thing noun, a catalogue word, a fixture or a credit
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import islice
 from typing import Any
 
 import regex as re
@@ -263,12 +264,20 @@ _STRONG_PERSON = re.compile(
     r"(?i)(?:\b(?:my name is|name is|name's|names? (?:are|is)|under the name(?: of)?|"
     r"i am|i'm|this is|called|named|ask for|asking for|speak (?:to|with)|talk to|"
     r"mr|mrs|ms|miss|dr|prof|sir|madam|dear|hi|hello|hey|thanks|thank you),?\.?\s+$)")
+# The strong cues no name of a thing stands after (not "called", "named", "this is": "a
+# restaurant in Tarrow called ...", the album "This Is Us"; not a greeting): read before the
+# rules of pii 1.8.1, so "Dr. Lee" or "my name is Lee" in a listing stays a person.
+_STRONGEST_PERSON = re.compile(
+    r"(?i)(?:\b(?:my name is|name is|name's|names? (?:are|is)|under the name(?: of)?|"
+    r"i am|i'm|ask for|asking for|speak (?:to|with)|talk to|"
+    r"mr|mrs|ms|miss|dr|prof|sir|madam|dear),?\.?\s+$)")
 _PLACE_CUE = re.compile(r"(?i)\b(?:in|from|to|at|near|visit|visiting|around|across|into|"
                         r"towards?|through|via)\s+$")
 _WEAK_PERSON = re.compile(r"(?i)\b(?:for|with|by|to|from|and)\s+$")
 _WORD = re.compile(r"[\p{L}\p{M}][\p{L}\p{M}'’\-]*")
 _SENTENCE = re.compile(r"[.!?\n]")
 NAME_LIKE = frozenset({"PERSON", "LOCATION"})
+_MENTIONS = 8  # mentions of a value read per earlier turn
 
 
 def _words(s: str) -> list[str]:
@@ -292,10 +301,17 @@ _LIST_SENTENCE = re.compile(
     r"(?<!\b(?:Dr|Mr|Mrs|Ms|St|Jr|Sr|Mt|vs|No))[.!?](?![ \t]*(?:\p{Ll}|[,?!]))|\n")
 
 
+# How far a listing's sentence is looked for around a span: a bound, so that a text with no
+# sentence end ("Mr. Mr. Mr. ...", 1,249 spans in 5,000 characters) costs linear time.
+_REACH = 300
+
+
 def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
-    lo = max((m.end() for m in _LIST_SENTENCE.finditer(text, 0, start)), default=0)
-    after = _LIST_SENTENCE.search(text, end)
-    return lo, after.start() if after else len(text)
+    floor = max(0, start - _REACH)
+    lo = max((m.end() for m in _LIST_SENTENCE.finditer(text, floor, start)), default=floor)
+    ceiling = min(len(text), end + _REACH)
+    after = _LIST_SENTENCE.search(text, end, ceiling)
+    return lo, after.start() if after else ceiling
 
 
 def offered_in_listing(text: str, start: int, end: int) -> str | None:
@@ -350,6 +366,12 @@ def _offered(text: str, lo: int, hi: int, prev_lo: int, counted: bool, head: str
     return (list_start, items) if ok else None
 
 
+def _near_sentence(text: str, start: int, end: int) -> str:
+    """The span's sentence, looked for at most ``_REACH`` characters either side."""
+    lo, hi = _sentence_bounds(text, start, end)
+    return text[lo:hi]
+
+
 def _listed(span: str) -> bool:
     plain = " ".join(span.split())
     return plain.casefold() in places() or bool(re.fullmatch(rf"(?i:{COUNTRIES})", plain))
@@ -367,6 +389,8 @@ def thing_evidence(text: str, start: int, end: int, entity: str = "PERSON") -> s
     if (venue is not None and any(w in VENUE_WORDS for w in _words(venue.group())[-5:])) or (
             _words(span)[-1:] and _words(span)[-1] in VENUE_WORDS and span[:1].isupper()):
         return "catalogue_word"  # inside a venue's name: "Stadium of Anaheim", "Park Apartments"
+    if _STRONGEST_PERSON.search(before):  # "my name is", "Dr.", "I'm": a person, whatever follows
+        return None
     venue_run = _VENUE_RUN.match(text, end) if span[:1].isupper() else None
     if venue_run is not None and any(w in VENUE_WORDS for w in _words(venue_run.group())):
         return "catalogue_word"  # the start of a venue's name: "Brenlow Cinema & Alehouse"
@@ -379,13 +403,12 @@ def thing_evidence(text: str, start: int, end: int, entity: str = "PERSON") -> s
             before) and _EVENT_AFTER.match(text, run_end):
         return "performer"  # "2 tickets for Kim Vale on March 3rd in Tarrow"
     if span[:1].isupper() and _FROM_CREDIT.search(before) and _MEDIA.search(
-            _sentence(text, start, end)) and not (entity == "LOCATION" and _listed(span)):
+            _near_sentence(text, start, end)) and not (entity == "LOCATION" and _listed(span)):
         return "media_credit"  # "songs from Odile Marchetti", "from Quiet Orchards"
-    sentence = _sentence(text, start, end)
     if span[:1].isupper() and not _WEAK_PERSON.search(before) and (
-            (_TITLE_BY.match(text, end) and _MEDIA.search(sentence))
+            (_TITLE_BY.match(text, end) and _MEDIA.search(_near_sentence(text, start, end)))
             or ((_PLAYED.search(before) or _SHOWING_AFTER.match(text, end))
-                and _DEVICE.search(sentence))
+                and _DEVICE.search(_near_sentence(text, start, end)))
             or (_WATCHED.search(before) and _WATCHED_END.match(text, end))):
         return "media_title"  # "Evening Fern by Odile Marchetti", "playing Evening Fern on the TV"
     item = offered_in_listing(text, start, end) if span[:1].isupper() else None
@@ -456,8 +479,10 @@ def named_as_thing_earlier(value: str, entity: str, earlier: Sequence[str]) -> b
     if len(value) < 3 or not value[:1].isupper() or (entity == "LOCATION" and _listed(value)):
         return False
     pattern = re.compile(rf"(?<![\p{{L}}\p{{M}}\d]){re.escape(value)}(?![\p{{L}}\p{{M}}\d])")
+    # at most a few mentions per turn are read: a turn repeating a name a thousand times says
+    # no more than its first mentions, and would cost quadratic time
     return any(thing_evidence(t, m.start(), m.end(), entity) is not None
-               for t in earlier for m in pattern.finditer(t))
+               for t in earlier for m in islice(pattern.finditer(t), _MENTIONS))
 
 
 def drop_things_named_earlier(text: str, results: Sequence[Any],
@@ -467,6 +492,13 @@ def drop_things_named_earlier(text: str, results: Sequence[Any],
     ("my name is ...")."""
     if not earlier:
         return list(results)
+    known: dict[tuple[str, str], bool] = {}  # each value once per turn
+
+    def thing(r: Any) -> bool:
+        key = (" ".join(text[r.start:r.end].split()), r.entity_type)
+        if key not in known:
+            known[key] = named_as_thing_earlier(key[0], key[1], earlier)
+        return known[key]
+
     return [r for r in results if r.entity_type not in NAME_LIKE
-            or _STRONG_PERSON.search(text[max(0, r.start - 40):r.start])
-            or not named_as_thing_earlier(text[r.start:r.end], r.entity_type, earlier)]
+            or _STRONG_PERSON.search(text[max(0, r.start - 40):r.start]) or not thing(r)]

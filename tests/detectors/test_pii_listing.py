@@ -162,6 +162,12 @@ def test_listing_evidence(text: str, span: str, entity: str, why: str | None) ->
     ("Can you watch Maria while I am out?", "Maria", "PERSON", None),
     ("Which restaurant? How about Orsolya Dree?", "Orsolya Dree", "PERSON", "listing"),
     ("Which stylist? How about Maria?", "Maria", "PERSON", None),
+    # a title or a self-introduction before a name beats every rule of 1.8.1
+    ("I found 3 films. How about Marigold, Dr. Lena Okafor or Quiet Orchards?", "Lena Okafor",
+     "PERSON", None),
+    ("Hi, I'm Dana Whitfield. How about Marigold?", "Dana Whitfield", "PERSON", None),
+    ("My name is Orsolya Dree, which is a great restaurant name.", "Orsolya Dree", "PERSON",
+     None),
     ("Which songs do you have from Odile Marchetti?", "Odile Marchetti",
      "LOCATION", "media_credit"),
     ("The songs are from Portugal.", "Portugal", "LOCATION", None),
@@ -334,3 +340,24 @@ def test_a_name_the_conversation_named_as_a_thing(pii: PiiDetector,
     text = turns[-1][1]
     found = _conversation(pii, turns)
     assert (name in pii.redact_with(text, found)) is kept, found
+
+
+@pytest.mark.parametrize("unit", ["Mr. ", "How about Kim, ", "Kim Vale is a "])
+def test_listing_rules_cost_linear_time_on_a_text_with_no_sentence_end(unit: str) -> None:
+    """A name in every few characters and no sentence end ("Mr. Mr. ...", a list that never
+    ends): each span's sentence and listing are looked for within a bounded reach, so twice the
+    text costs about twice the time, not four times."""
+    import time
+
+    def cost(n: int) -> float:
+        text = unit * n
+        name = "Mr" if unit.startswith("Mr") else "Kim"
+        spans = [(m, m + len(name)) for m in range(text.index(name), len(text), len(unit))]
+        t = time.process_time()
+        for s, e in spans:
+            thing_evidence(text, s, e, "PERSON")
+        return time.process_time() - t
+
+    cost(100)  # warm the regexes
+    small, large = min(cost(300) for _ in range(3)), min(cost(600) for _ in range(3))
+    assert large < 3.0 * small + 0.02, (small, large)
