@@ -34,6 +34,14 @@ def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'chatmon.db'}"
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest) -> str:
+    """A store's URL on each backend in turn: a SQLite file, or the session PostgreSQL database
+    emptied (``postgres_url``)."""
+    return str(request.getfixturevalue("sqlite_url" if request.param == "sqlite"
+                                       else "postgres_url"))
+
+
 @pytest.fixture(scope="session")
 def postgres_server_url() -> Iterator[str]:
     """A fresh PostgreSQL database for this test session, dropped at the end."""

@@ -26,12 +26,10 @@ from tests.dashboards.seed import rows
 Key = tuple[datetime, str, str, str, str, str]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def engine(request: pytest.FixtureRequest) -> Iterator[Engine]:
-    url = (request.getfixturevalue("sqlite_url") if request.param == "sqlite"
-           else request.getfixturevalue("postgres_url"))
-    db.upgrade(url)
-    engine = db.make_engine(url)
+@pytest.fixture
+def engine(store_url: str) -> Iterator[Engine]:
+    db.upgrade(store_url)
+    engine = db.make_engine(store_url)
     yield engine
     engine.dispose()
 

@@ -41,12 +41,10 @@ TRENDS = (queries.EMPATHY_WEEKLY, queries.EMPATHY_WEEKS, queries.HARMS_WEEKLY,
           queries.WEEK_OVER_WEEK)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def engine(request: pytest.FixtureRequest) -> Iterator[Engine]:
-    url = (request.getfixturevalue("sqlite_url") if request.param == "sqlite"
-           else request.getfixturevalue("postgres_url"))
-    db.upgrade(url)
-    engine = db.make_engine(url)
+@pytest.fixture
+def engine(store_url: str) -> Iterator[Engine]:
+    db.upgrade(store_url)
+    engine = db.make_engine(store_url)
     seed_store(engine)
     with engine.begin() as conn:
         conn.execute(insert(DeadLetterRow), dead_letters())
