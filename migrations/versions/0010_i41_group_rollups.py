@@ -1,11 +1,8 @@
 """the empathy gap's rollup (issue 41): ``group_rollups``, per hour of the reply, tenant, bot,
 model and the user group its user turn mentions: how many replies, the sum and sum of squares
 of their empathy; backfilled from the stored ``bias.user_group`` and ``empathy.score`` findings.
-PostgreSQL: JIT off for the chatmon database (the dashboards' queries read a few thousand
-rollup rows; JIT compilation was most of a panel's time, BENCHMARKS.md), where the migrating
-role may (the database's owner or a superuser); otherwise a notice, and docs/deploy.md says how.
 
-Downgrade drops the table and resets JIT.
+Downgrade drops the table.
 
 Revision ID: 0010_i41_group_rollups
 Revises: 0009_i41_partitions
@@ -28,16 +25,6 @@ def _hour(dialect: str, column: str) -> str:
     if dialect == "postgresql":
         return f"date_trunc('hour', {column})"
     return f"strftime('%Y-%m-%d %H:00:00.000000', {column})"
-
-
-def _jit(setting: str) -> None:
-    """``ALTER DATABASE <this one> <setting>``, or a notice where the role may not."""
-    op.execute(f"""
-        DO $$ BEGIN
-          EXECUTE format('ALTER DATABASE %I {setting}', current_database());
-        EXCEPTION WHEN insufficient_privilege THEN
-          RAISE NOTICE 'chatmon: cannot {setting} on this database; see docs/deploy.md';
-        END $$""")
 
 
 def upgrade() -> None:
@@ -69,12 +56,8 @@ def upgrade() -> None:
         JOIN findings e ON e.conversation_id = g.conversation_id AND e.turn = g.turn + 1
           AND e.label = 'empathy.score'
         GROUP BY {hour}, e.tenant, e.bot_id, e.model, g.category, g.grp""")
-    if dialect == "postgresql":
-        _jit("SET jit = off")
 
 
 def downgrade() -> None:
-    if op.get_bind().dialect.name == "postgresql":
-        _jit("RESET jit")
     op.drop_index("ix_group_rollups_bucket", table_name="group_rollups")
     op.drop_table("group_rollups")

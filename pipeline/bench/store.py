@@ -20,8 +20,8 @@ after ``VACUUM ANALYZE`` (what autovacuum does to a store that filled over weeks
 - ``purge --expired`` (``Purger``) with 21 days' retention as of the end of the data: the
   oldest of the four weeks.
 
-``user_group_replies``: the replies the empathy gap's rollup counted; ``jit``: the database's
-JIT setting as the queries ran (migration 0010 turns it off where it may).
+``user_group_replies``: the replies the empathy gap's rollup counted; ``jit``: the server's JIT
+setting as the queries ran (the panels' times depend on it at 10M turns: BENCHMARKS.md).
 """
 
 from __future__ import annotations
