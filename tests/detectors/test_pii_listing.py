@@ -40,13 +40,6 @@ LISTINGS = [
 ]
 
 
-@pytest.mark.parametrize(("domain", "user", "reply", "names"), LISTINGS,
-                         ids=[f"{t[0]}-{i}" for i, t in enumerate(LISTINGS)])
-def test_catalogue_names_in_listings_keep_their_text(pii: PiiDetector, domain: str, user: str,
-                                                     reply: str, names: list[str]) -> None:
-    assert_names_kept(pii, domain, user, reply, names)
-
-
 # (domain, user turn, turn text, role, the customer's or another person's name)
 PEOPLE = [
     ("restaurants", "Name for the booking?", "The order is for Sam Porter.", "user",
@@ -64,17 +57,9 @@ PEOPLE = [
 ]
 
 
-@pytest.mark.parametrize(("domain", "user", "text", "role", "name"), PEOPLE,
-                         ids=[f"{t[0]}-{i}" for i, t in enumerate(PEOPLE)])
-def test_a_customers_name_beside_a_listing_is_still_redacted(
-        pii: PiiDetector, domain: str, user: str, text: str, role: str, name: str) -> None:
-    found = pii_after(pii, text, user, role)
-    assert name not in pii.redact_with(text, found), (domain, found)
-
-
 # The rules alone: a thing named by "a park called", a town inside a venue's name, a performer
 # in a listing of events; and the person cues that keep a name.
-@pytest.mark.parametrize(("text", "span", "entity", "why"), [
+EVIDENCE = [
     ("There is a park called Pell Hollow Park.", "Pell Hollow Park", "PERSON", "named_thing"),
     ("It is called Marigold. Shall I book it?", "Marigold", "PERSON", "named_thing"),
     ("I know a guy called Sam Porter.", "Sam Porter", "PERSON", None),
@@ -85,10 +70,7 @@ def test_a_customers_name_beside_a_listing_is_still_redacted(
      "performer"),
     ("Sam will be at the front desk for the concert.", "Sam", "PERSON", None),
     ("The tickets for the show are for Sam Porter.", "Sam Porter", "PERSON", None),
-])
-def test_listing_evidence(text: str, span: str, entity: str, why: str | None) -> None:
-    start = text.index(span)
-    assert thing_evidence(text, start, start + len(span), entity) == why
+]
 
 
 # pii 1.8.1: what still made names of things into people or addresses after 1.8.0, as rules
@@ -97,7 +79,7 @@ def test_listing_evidence(text: str, span: str, entity: str, why: str | None) ->
 # called something a few words on ("a museum in Tarrow called ..."), tickets to a performer on a
 # date, names offered in a listing, a capitalised cue word inside a name ("Star City Music
 # Festival"), and "from" an artist in a sentence about music.
-@pytest.mark.parametrize(("text", "span", "entity", "why"), [
+EVIDENCE_1_8_1 = [
     ("Orsolya Dree is a great restaurant for a date.", "Orsolya Dree", "PERSON", "said_thing"),
     ("Try Kelmarsh Point, which is a historical landmark.", "Kelmarsh Point", "LOCATION",
      "said_thing"),
@@ -172,8 +154,11 @@ def test_listing_evidence(text: str, span: str, entity: str, why: str | None) ->
      "LOCATION", "media_credit"),
     ("The songs are from Portugal.", "Portugal", "LOCATION", None),
     ("She moved from Tarrow to Lisbon last year.", "Tarrow", "LOCATION", None),
-])
-def test_listing_evidence_pii_1_8_1(text: str, span: str, entity: str, why: str | None) -> None:
+]
+
+
+@pytest.mark.parametrize(("text", "span", "entity", "why"), EVIDENCE + EVIDENCE_1_8_1)
+def test_listing_evidence(text: str, span: str, entity: str, why: str | None) -> None:
     start = text.index(span)
     assert thing_evidence(text, start, start + len(span), entity) == why
 
@@ -254,10 +239,10 @@ LISTINGS_1_8_1 = [
 ]
 
 
-@pytest.mark.parametrize(("domain", "user", "reply", "names"), LISTINGS_1_8_1,
-                         ids=[f"{t[0]}-{i}" for i, t in enumerate(LISTINGS_1_8_1)])
-def test_catalogue_names_keep_their_text_pii_1_8_1(pii: PiiDetector, domain: str, user: str,
-                                                   reply: str, names: list[str]) -> None:
+@pytest.mark.parametrize(("domain", "user", "reply", "names"), LISTINGS + LISTINGS_1_8_1,
+                         ids=[f"{t[0]}-{i}" for i, t in enumerate(LISTINGS + LISTINGS_1_8_1)])
+def test_catalogue_names_in_listings_keep_their_text(pii: PiiDetector, domain: str, user: str,
+                                                     reply: str, names: list[str]) -> None:
     assert_names_kept(pii, domain, user, reply, names)
 
 
@@ -283,9 +268,9 @@ PEOPLE_1_8_1 = [
 ]
 
 
-@pytest.mark.parametrize(("domain", "user", "text", "role", "name"), PEOPLE_1_8_1,
-                         ids=[f"{t[0]}-{i}" for i, t in enumerate(PEOPLE_1_8_1)])
-def test_a_customers_name_beside_a_listing_is_still_redacted_pii_1_8_1(
+@pytest.mark.parametrize(("domain", "user", "text", "role", "name"), PEOPLE + PEOPLE_1_8_1,
+                         ids=[f"{t[0]}-{i}" for i, t in enumerate(PEOPLE + PEOPLE_1_8_1)])
+def test_a_customers_name_beside_a_listing_is_still_redacted(
         pii: PiiDetector, domain: str, user: str, text: str, role: str, name: str) -> None:
     found = pii_after(pii, text, user, role)
     assert name not in pii.redact_with(text, found), (domain, found)
