@@ -145,6 +145,13 @@ def conversation(plan: Plan, profile: Profile, index: int, run_id: str,
             content_hash=hashlib.sha256(f"{cid}\x1f{k}".encode()).hexdigest(),
             n_chars=n_chars, metadata={}, text_raw=None, raw_expires_at=None, run_id=run_id,
             stored_at=now)
+        found = list(found)
+        if role == "user" and mentions.random() < MENTION_SHARE:
+            category, group, cue, score = MENTIONS[mentions.randrange(len(MENTIONS))]
+            span = (0, min(n_chars, 12))
+            found.append(("bias", "bench", "bias.user_group", score, True, span,
+                          {"category": category, "group": group, "cue": cue}, span[1], False,
+                          None, None))
         rows = []
         for (det, ver, label, score, flagged, sp, evidence, excerpt, suppressed, by,
              policy) in found:
@@ -157,16 +164,5 @@ def conversation(plan: Plan, profile: Profile, index: int, run_id: str,
                 span_end=sp[1] if sp else None, evidence=evidence,
                 excerpt=_filler(excerpt, 7), run_id=run_id, created_at=now,
                 suppressed=suppressed, suppressed_by=by, policy_version=policy))
-        if role == "user" and mentions.random() < MENTION_SHARE:
-            category, group, cue, score = MENTIONS[mentions.randrange(len(MENTIONS))]
-            span_t = (0, min(n_chars, 12))
-            rows.append(dict(
-                id=stable_id("finding", tid, "bias", "bench", "bias.user_group", span_t),
-                turn_id=tid, conversation_id=cid, turn=k, role=role, ts=ts, bot_id=bot,
-                model=model, tenant=tenant, detector="bias", detector_version="bench",
-                label="bias.user_group", score=score, flagged=True, span_start=span_t[0],
-                span_end=span_t[1], evidence={"category": category, "group": group, "cue": cue},
-                excerpt=_filler(span_t[1], 7), run_id=run_id, created_at=now, suppressed=False,
-                suppressed_by=None, policy_version=None))
         out.append((turn, rows))
     return out
