@@ -92,6 +92,8 @@ ORDER BY 1, 2
 # (flagged = a failure, as for every empathy failure; the empathy scores are never flagged).
 # Replies: the turn rows (detector ''); missed: turns with a flagged empathy.missed finding.
 _REPLIES = "CAST(SUM(CASE WHEN detector = '' THEN n ELSE 0 END) AS BIGINT)"
+# The turn rows, said by the covering index's columns (only they have label and measure '').
+_TURN_ROWS = "label = '' AND measure = ''"
 
 
 def _turns_flagged(label: str) -> str:
@@ -100,9 +102,15 @@ def _turns_flagged(label: str) -> str:
 
 
 def _turns_of(label: str) -> str:
-    """The rollup rows of assistant turns and of the turns with a finding of ``label``."""
-    return (f"FROM rollups\nWHERE role = 'assistant' AND $__timeFilter(bucket)\n"
-            f"  AND (detector = '' OR (label = '{label}' AND measure = 'turns'))")
+    """The rollup rows of assistant turns and of the turns with a finding of ``label``: two
+    reads of the covering index, not an ``OR`` (which would visit the table's pages)."""
+    columns = "bucket, bot_id, detector, label, measure, n, flagged"
+    return (f"FROM (SELECT {columns} FROM rollups\n"
+            f"      WHERE {_TURN_ROWS} AND role = 'assistant' AND $__timeFilter(bucket)\n"
+            f"      UNION ALL\n"
+            f"      SELECT {columns} FROM rollups\n"
+            f"      WHERE label = '{label}' AND measure = 'turns' AND role = 'assistant'\n"
+            f"        AND $__timeFilter(bucket)) AS turn_rows")
 
 
 EMPATHY_MISSED_WEEKLY = SqlQuery(f"""
@@ -187,7 +195,7 @@ _HARM_WEEKS = f"""
 WITH replies AS (
   SELECT date_trunc('week', bucket) AS week, bot_id, CAST(SUM(n) AS BIGINT) AS n
   FROM rollups
-  WHERE detector = '' AND role = 'assistant' AND $__timeFilter(bucket)
+  WHERE {_TURN_ROWS} AND role = 'assistant' AND $__timeFilter(bucket)
   GROUP BY 1, 2
 ), flagged AS (
   SELECT date_trunc('week', bucket) AS week, bot_id, detector,
@@ -305,7 +313,7 @@ ORDER BY 1, 2
 BOT_SUMMARY = SqlQuery(f"""
 WITH replies AS (
   SELECT bot_id, CAST(SUM(n) AS BIGINT) AS n FROM rollups
-  WHERE detector = '' AND role = 'assistant' AND $__timeFilter(bucket) GROUP BY 1
+  WHERE {_TURN_ROWS} AND role = 'assistant' AND $__timeFilter(bucket) GROUP BY 1
 ), empathy AS (
   SELECT bot_id, SUM(total) / NULLIF(SUM(n), 0) AS mean FROM rollups
   WHERE label = 'empathy.score' AND measure = '' AND role = 'assistant'

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Engine, and_, case, func, literal, or_, select
+from sqlalchemy import Engine, and_, case, func, literal, select, union_all
 
 from pipeline.compare.stats import Moments
 from pipeline.store.models import GroupRollupRow, RollupRow
@@ -96,13 +96,21 @@ def load(engine: Engine, before: datetime, start: datetime, end: datetime,
     of ``labels`` and ``empathy.score``'s own row and its evidence ``measures``. Buckets are
     hours: the bounds should be on the hour."""
     r = RollupRow
-    period = case((r.bucket < start, literal(BEFORE)), else_=literal(NOW)).label("period")
-    kinds = or_(r.label == "", and_(r.label.in_(tuple(labels)), r.measure == "turns"),
-                and_(r.label == EMPATHY, r.measure.in_(("", *measures))))
-    stmt = (select(period, r.bot_id, r.model, r.detector, r.label, r.measure, func.sum(r.n),
-                   func.sum(r.flagged), func.sum(r.total), func.sum(r.total_sq))
-            .where(r.role == "assistant", r.bucket >= before, r.bucket < end, kinds)
-            .group_by(period, r.bot_id, r.model, r.detector, r.label, r.measure))
+    kinds = (r.label == "",  # the turn rows and every detector's 'turns' rows
+             and_(r.label.in_(tuple(labels)), r.measure == "turns"),
+             and_(r.label == EMPATHY, r.measure.in_(("", *measures))))
+    # One read of the covering (label, measure, bucket) index per kind, not an OR of them
+    # (which would visit a table page per row).
+    rows = union_all(*(
+        select(r.bucket, r.bot_id, r.model, r.detector, r.label, r.measure, r.n, r.flagged,
+               r.total, r.total_sq)
+        .where(kind, r.role == "assistant", r.bucket >= before, r.bucket < end)
+        for kind in kinds)).subquery()
+    period = case((rows.c.bucket < start, literal(BEFORE)), else_=literal(NOW)).label("period")
+    keys = (rows.c.bot_id, rows.c.model, rows.c.detector, rows.c.label, rows.c.measure)
+    stmt = (select(period, *keys, func.sum(rows.c.n), func.sum(rows.c.flagged),
+                   func.sum(rows.c.total), func.sum(rows.c.total_sq))
+            .group_by(period, *keys))
     cells: dict[str, dict[tuple[str, str], Cells]] = defaultdict(lambda: defaultdict(dict))
     with engine.connect() as conn:
         for p, bot, model, detector, label, measure, n, flagged, total, sq in conn.execute(stmt):

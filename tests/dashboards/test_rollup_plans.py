@@ -1,0 +1,102 @@
+"""Issue 41 at 10M turns: the panels and the report read the rollups from the covering index
+alone (an index-only scan of ``ix_rollups_label_bucket``), so that their cost follows the rows
+they need (hours x bots x models), not the size of ``rollups``: an ``OR`` of row kinds, or a
+column the index does not carry, would visit a table page per row or scan the whole table
+(docs/bench/notes.md).
+
+The plans are asked of PostgreSQL with sequential and bitmap scans priced out, as a large store
+prices them: a small test store would otherwise be read whole, as it should be.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection, Engine, event, text
+
+from dashboards import sqlrun
+from pipeline.bench.store import dashboard_queries
+from pipeline.report import rollups as report_rollups
+from pipeline.store import db
+from pipeline.store.sink import Sink
+from tests.dashboards.seed import END, START, rows
+
+
+@pytest.fixture
+def engine(postgres_url: str) -> Iterator[Engine]:
+    db.upgrade(postgres_url)
+    engine = db.make_engine(postgres_url)
+    turns, findings = rows()
+    sink = Sink(engine)
+    for i in range(0, len(turns), 40):
+        ids = {t["id"] for t in turns[i:i + 40]}
+        sink.write(turns[i:i + 40], [f for f in findings if f["turn_id"] in ids])
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("VACUUM ANALYZE rollups"))  # what autovacuum does to older hours
+    yield engine
+    engine.dispose()
+
+
+def scans(plan: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
+    """(node type, relation, index) of every node of ``plan`` that reads a relation."""
+    if "Relation Name" in plan:
+        yield plan["Node Type"], plan["Relation Name"], plan.get("Index Name", "")
+    for child in plan.get("Plans", ()):
+        yield from scans(child)
+
+
+def rollup_scans(conn: Connection, sql: str, params: dict[str, Any]) -> list[tuple[str, str]]:
+    conn.execute(text("SET LOCAL enable_seqscan = off"))
+    conn.execute(text("SET LOCAL enable_bitmapscan = off"))
+    plan = conn.execute(text("EXPLAIN (FORMAT JSON) " + sql), params).scalar_one()
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    return [(node, index) for node, relation, index in scans(plan[0]["Plan"])
+            if relation == "rollups"]
+
+
+def test_every_panel_reads_the_rollups_by_an_index_only_scan(engine: Engine) -> None:
+    params = {"t_from": START, "t_to": END + timedelta(hours=1)}
+    read = 0
+    with engine.begin() as conn:
+        for name, sql in dashboard_queries():
+            if "FROM rollups" not in sql:
+                continue
+            found = rollup_scans(conn, sqlrun.expand(sql, "postgresql"), params)
+            assert found and set(found) == {("Index Only Scan", "ix_rollups_label_bucket")}, (
+                name, found)
+            read += 1
+    assert read >= 12  # the trend panels, the gap's base side, the bot summary...
+
+
+def test_the_reports_rollups_are_read_by_an_index_only_scan(engine: Engine) -> None:
+    statements: list[tuple[str, dict[str, Any]]] = []
+
+    def keep(conn: Any, cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if "rollups" in statement:
+            statements.append((statement, dict(parameters)))
+
+    event.listen(engine, "before_cursor_execute", keep)
+    try:
+        sums = report_rollups.load(engine, START, START + timedelta(days=7), END,
+                                   labels=("empathy.missed",), measures=("er", "ip"))
+    finally:
+        event.remove(engine, "before_cursor_execute", keep)
+    assert sums.cells  # it read something
+    (statement, parameters), = statements
+    raw = engine.raw_connection()
+    try:
+        with raw.cursor() as cur:
+            cur.execute("SET enable_seqscan = off")
+            cur.execute("SET enable_bitmapscan = off")
+            cur.execute("EXPLAIN (FORMAT JSON) " + statement, parameters)
+            plan = cur.fetchone()[0]
+    finally:
+        raw.close()
+    found = [(node, index) for node, relation, index in scans(plan[0]["Plan"])
+             if relation == "rollups"]
+    assert len(found) == 3 and set(found) == {("Index Only Scan", "ix_rollups_label_bucket")}
