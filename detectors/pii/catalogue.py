@@ -105,7 +105,7 @@ _THING_NOUN = (r"(?:song|album|track|single|record|movie|film|show|series|episod
                r"event|concert|venue|attraction|museum|shop|store|brand|product|item|drink|"
                r"plan|app|band|title)s?")
 _NAMED_THING = re.compile(
-    rf"(?i)(?:\b(?:the|a|an|this|that|our|your|their|its)\s+(?:\w+\s+)?{_THING_NOUN}|"
+    rf"(?i)(?:\b(?:the|a|an|this|that|our|your|their|its|\d{{1,3}})\s+(?:\w+\s+)?{_THING_NOUN}|"
     rf"\b{_THING_NOUN}\s+(?:called|named|titled)|\btitled|\b{_THING_NOUN}(?:'s)?\s+name\s+is|"
     rf"\b(?:it|it's|its|one|this|that|which)\s+(?:is\s+|was\s+|to\s+be\s+)?(?:called|named)|"
     rf"\b(?:a|an|one)\s+(?!{_PERSON_NOUN}\b)[a-z]+\s+(?:called|named)|"
@@ -115,7 +115,8 @@ _NAMED_THING = re.compile(
     rf"\b(?:title|name)\s+of\s+(?:the|this|that|your)\s+{_THING_NOUN}\s+is|"
     rf"\b(?:the|this|that|your)\s+(?:event|concert|show|movie|film|song|album|venue)"
     rf"(?:\s*,|\s+(?:is|was))|"
-    rf"\b(?:a|an|the|one)\s+(?:\w+\s+){{0,2}}{_THING_NOUN}\s+(?:(?!{_PERSON_NOUN}\b|{_STAFF}\b)"
+    rf"\b(?:a|an|the|one|there'?s|there\s+is)\s+(?:\w+\s+){{0,2}}{_THING_NOUN}\s+"
+    rf"(?:(?!{_PERSON_NOUN}\b|{_STAFF}\b)"
     rf"[\w'’]+\s+){{0,3}}(?:called|named|by\s+the\s+name\s+of))\s+(?:the\s+)?$")
 # "by" before a name in a sentence about media: an artist's or a director's credit.
 _MEDIA = re.compile(r"(?i)\b(?:songs?|albums?|tracks?|music|playlists?|artists?|bands?|"
@@ -243,7 +244,7 @@ _FIXTURE = re.compile(r"(?i)\b(?:vs\.?|versus|v\.)\s*$")
 _FIXTURE_AFTER = re.compile(r"(?i)\s+(?:vs\.?|versus|v\.)\s")
 # Words that may continue a name run after the span ("Lanna Thai Restaurant", "Courtyard by
 # Marriott"): capitalised words and a few connectors, at most four.
-_RUN = re.compile(r"(?:\s+(?:by|of|the|de|del|la|le|&|n'|\p{Lu}[\p{L}\p{M}'’\-]*)){1,4}")
+_RUN = re.compile(r"(?:'s|’s)?(?:\s+(?:by|of|the|de|del|la|le|&|n'|\p{Lu}[\p{L}\p{M}'’\-]*)){1,4}")
 # Before a thing: a determiner, quantity, or an add-on verb; a name rarely follows these.
 _THING_BEFORE = re.compile(
     r"(?i)(?<![\p{L}\d'’])(?:a|an|the|one|two|three|four|five|six|seven|eight|nine|ten|dozen|"
@@ -464,41 +465,95 @@ def thing_evidence(text: str, start: int, end: int, entity: str = "PERSON") -> s
     return None
 
 
+# A street address said to be a public venue is the venue's name (pii 1.8.2): "45 Harbour Row is
+# a nice 2 star hotel" (not a home: "12 Oak Street, which is an apartment", stays an address).
+_VENUE_ROLE = re.compile(r"(?i)\b(?:hotel|motel|resort|restaurant|bar|pub|caf[eé]|diner|bistro|"
+                         r"eatery|cinema|theat(?:er|re)|museum|gallery|venue|attraction|"
+                         r"landmark|park|zoo)s?$")
+
+
+def address_said_venue(text: str, start: int, end: int) -> bool:
+    """Whether the STREET_ADDRESS ``text[start:end]`` is said to be a hotel, restaurant or
+    another public venue right after it."""
+    said = _SAID_THING.match(text, end) or _SAID_NEXT.match(text, end)
+    return said is not None and _VENUE_ROLE.search(said.group()) is not None
+
+
 def drop_catalogue_names(text: str, results: Sequence[Any]) -> list[Any]:
-    """``results`` without the PERSON and LOCATION spans that name a thing."""
-    return [r for r in results if r.entity_type not in NAME_LIKE
-            or thing_evidence(text, r.start, r.end, r.entity_type) is None]
+    """``results`` without the PERSON and LOCATION spans that name a thing, and the street
+    addresses said to be a venue."""
+    return [r for r in results if (r.entity_type not in NAME_LIKE
+                                   and not (r.entity_type == "STREET_ADDRESS"
+                                            and address_said_venue(text, r.start, r.end)))
+            or (r.entity_type in NAME_LIKE
+                and thing_evidence(text, r.start, r.end, r.entity_type) is None)]
 
 
-def named_as_thing_earlier(value: str, entity: str, earlier: Sequence[str]) -> bool:
+def address_said_venue_earlier(value: str, earlier: Sequence[str]) -> bool:
+    """Whether an earlier turn said the street address ``value`` is a venue ("45 Harbour Row
+    is a nice 2 star hotel" before "They are at 45 Harbour Row")."""
+    value = " ".join(value.split())
+    if len(value) < 3:
+        return False
+    pattern = re.compile(rf"(?<![\p{{L}}\p{{M}}\d]){re.escape(value)}(?![\p{{L}}\p{{M}}\d])")
+    return any(address_said_venue(t, m.start(), m.end())
+               for t in earlier for m in islice(pattern.finditer(t), _MENTIONS))
+
+
+def named_as_thing_earlier(value: str, entity: str, earlier: Sequence[str],
+                           bot: Sequence[bool] | None = None) -> bool:
     """Whether an earlier turn of the conversation names ``value`` as a thing (pii 1.8.1): the
     same capitalised words there, with evidence of a thing about them ("I found 4 films. How
     about Marigold or Harbour Lights?" before "Marigold is perfect" or "Please confirm
-    Marigold at 7 pm"). A listed place or a country is never one."""
+    Marigold at 7 pm"). A listed place or a country is never one. ``bot``: whether each
+    earlier turn is the bot's (all where None); only a bot's turn offers from a listing the
+    turns before it asked for (``detectors.pii.listing``)."""
+    from detectors.pii.listing import in_listing_asked_for
+
     value = " ".join(value.split())
     if len(value) < 3 or not value[:1].isupper() or (entity == "LOCATION" and _listed(value)):
         return False
     pattern = re.compile(rf"(?<![\p{{L}}\p{{M}}\d]){re.escape(value)}(?![\p{{L}}\p{{M}}\d])")
     # at most a few mentions per turn are read: a turn repeating a name a thousand times says
-    # no more than its first mentions, and would cost quadratic time
+    # no more than its first mentions, and would cost quadratic time; pii 1.8.2: an option a
+    # turn offered from the listing the turns before it asked for counts too
     return any(thing_evidence(t, m.start(), m.end(), entity) is not None
-               for t in earlier for m in islice(pattern.finditer(t), _MENTIONS))
+               or in_listing_asked_for(t, m.start(), m.end(), entity, earlier[:j],
+                                       None if bot is None else bot[:j],
+                                       True if bot is None else bot[j])
+               for j, t in enumerate(earlier) for m in islice(pattern.finditer(t), _MENTIONS))
 
 
-def drop_things_named_earlier(text: str, results: Sequence[Any],
-                              earlier: Sequence[str]) -> list[Any]:
+def drop_things_named_earlier(text: str, results: Sequence[Any], earlier: Sequence[str],
+                              bot: Sequence[bool] | None = None,
+                              bot_turn: bool = True) -> list[Any]:
     """``results`` without the PERSON and LOCATION spans that an earlier turn of the same
-    conversation names as a thing, unless a strong person cue stands before the span here
-    ("my name is ...")."""
+    conversation names as a thing, or (pii 1.8.2, a bot's turn: ``bot_turn``) that this turn
+    offers from the listing the turns before it asked for, unless a strong person cue stands
+    before the span here ("my name is ..."). ``bot``: whether each earlier turn is the
+    bot's."""
+    from detectors.pii.listing import in_listing_asked_for
+
     if not earlier:
         return list(results)
     known: dict[tuple[str, str], bool] = {}  # each value once per turn
 
     def thing(r: Any) -> bool:
+        if in_listing_asked_for(text, r.start, r.end, r.entity_type, earlier, bot, bot_turn):
+            return True  # pii 1.8.2: "Any films tonight?" then "How about Marigold?"
         key = (" ".join(text[r.start:r.end].split()), r.entity_type)
         if key not in known:
-            known[key] = named_as_thing_earlier(key[0], key[1], earlier)
+            known[key] = named_as_thing_earlier(key[0], key[1], earlier, bot)
         return known[key]
 
-    return [r for r in results if r.entity_type not in NAME_LIKE
-            or _STRONG_PERSON.search(text[max(0, r.start - 40):r.start]) or not thing(r)]
+    def venue(r: Any) -> bool:
+        key = (" ".join(text[r.start:r.end].split()), r.entity_type)
+        if key not in known:
+            known[key] = address_said_venue_earlier(key[0], earlier)
+        return known[key]
+
+    return [r for r in results
+            if (r.entity_type not in NAME_LIKE
+                and not (r.entity_type == "STREET_ADDRESS" and venue(r)))
+            or (r.entity_type in NAME_LIKE
+                and (_STRONG_PERSON.search(text[max(0, r.start - 40):r.start]) or not thing(r)))]

@@ -108,9 +108,12 @@ class PiiDetector:
         # to be one ("... is a great restaurant"), a venue's word after a name, titles credited,
         # played or offered in a listing, tickets to a performer on a date, "from" an artist;
         # a venue's or event's name beside an address is no address; "City" or "From" inside a
-        # name is no place cue
+        # name is no place cue; 1.8.2: a listing the conversation asked for (options and
+        # performers a bot offers after a request, the thing a customer names when asked for
+        # one: ``detectors.pii.listing``), "Kuya's Asian Cuisine", "1 nice restaurant X", an
+        # address said to be a venue ("45 Harbour Row is a nice hotel") is no address
         self.catalogue = _read_catalogue(catalogue) if catalogue else None
-        self.version = f"1.8.1+{model}" + (f"+catalogue.{self.catalogue.digest}"
+        self.version = f"1.8.2+{model}" + (f"+catalogue.{self.catalogue.digest}"
                                            if self.catalogue is not None else "")
         self.process = process
         self._engine: Any = None
@@ -162,8 +165,10 @@ class PiiDetector:
                 _unflag_head_entities(found)
             if self.catalogue is not None:
                 found = self.catalogue.drop(item.turn, found, item.context.history)
-            found = drop_things_named_earlier(item.turn.text, found,
-                                              [t.text for t in item.context.history])
+            history = item.context.history
+            found = drop_things_named_earlier(item.turn.text, found, [t.text for t in history],
+                                              [t.role == "assistant" for t in history],
+                                              item.turn.role == "assistant")
             findings = [self._finding(r, f"pii.{r.entity_type.lower()}") for r in found]
             if item.turn.role == "assistant":
                 findings += self._leaks(item.turn.text, found, item.context)
