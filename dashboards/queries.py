@@ -270,8 +270,9 @@ ORDER BY bot
       ("flagged_change", "number")))
 
 # A drill-down: one row per conversation (conversation_rollups), the conversations that
-# started in the range, read by the (harm_flagged, started) index with a limit. A conversation
-# counts whole, in the range of its first finding.
+# started in the range, read with a limit off the index kept in this ORDER BY
+# (ix_conversation_rollups_worst: spell the order as it does). A conversation counts whole, in
+# the range of its first finding.
 WORST_CONVERSATIONS = SqlQuery("""
 SELECT conversation_id, bot_id AS bot, started, harm_flagged AS flagged_findings,
        empathy_total / NULLIF(empathy_n, 0) AS empathy, repetition_flagged AS repetition

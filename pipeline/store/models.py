@@ -23,6 +23,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     false,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -378,6 +379,11 @@ class GroupRollupRow(Base):
     total_sq: Mapped[float] = mapped_column(Float)
 
 
+# ix_conversation_rollups_worst's key before conversation_id (the SQL of WORST_CONVERSATIONS'
+# ORDER BY: an expression index serves a query only when both spell it alike).
+WORST_ORDER = (text("harm_flagged DESC"), text("(empathy_total / NULLIF(empathy_n, 0))"))
+
+
 class ConversationRollupRow(Base):
     """Per conversation, from its findings: the worst-conversations drill-down reads it by
     index with a limit. Deleted with the conversation, and when its ``last`` finding expires."""
@@ -385,7 +391,9 @@ class ConversationRollupRow(Base):
     __tablename__ = "conversation_rollups"
     __table_args__ = (
         Index("ix_conversation_rollups_started", "started"),
-        Index("ix_conversation_rollups_harm_flagged", "harm_flagged", "started"),
+        # The worst-conversations panel's order (most flagged, then the least empathic), so
+        # that it reads its 20 rows off the index however many conversations tie at the top.
+        Index("ix_conversation_rollups_worst", *WORST_ORDER, "conversation_id"),
         Index("ix_conversation_rollups_last", "last"),  # retention
         Index("ix_conversation_rollups_bot", "bot_id"),  # deletion of a bot
         Index("ix_conversation_rollups_tenant", "tenant"),  # deletion of a tenant

@@ -100,3 +100,24 @@ def test_the_reports_rollups_are_read_by_an_index_only_scan(engine: Engine) -> N
     found = [(node, index) for node, relation, index in scans(plan[0]["Plan"])
              if relation == "rollups"]
     assert len(found) == 3 and set(found) == {("Index Only Scan", "ix_rollups_label_bucket")}
+
+
+def test_the_worst_conversations_are_read_off_their_index_without_a_sort(engine: Engine) -> None:
+    """Twenty rows in the panel's order straight off ``ix_conversation_rollups_worst``: no sort
+    of the conversations tied at the top flagged count (sorts priced out as well: a store this
+    small is cheaper to sort, a large one is not; PostgreSQL can skip the sort only where the
+    index's order is the query's)."""
+    from dashboards.queries import WORST_CONVERSATIONS
+
+    sql = sqlrun.expand(WORST_CONVERSATIONS.sql, "postgresql")
+    with engine.begin() as conn:
+        conn.execute(text("SET LOCAL enable_seqscan = off"))
+        conn.execute(text("SET LOCAL enable_bitmapscan = off"))
+        conn.execute(text("SET LOCAL enable_sort = off"))
+        plan = conn.execute(text("EXPLAIN (FORMAT JSON) " + sql),
+                            {"t_from": START, "t_to": END + timedelta(hours=1)}).scalar_one()
+    top = (plan if isinstance(plan, list) else json.loads(plan))[0]["Plan"]
+    assert top["Node Type"] == "Limit"
+    (child,) = top["Plans"]
+    assert (child["Node Type"], child.get("Index Name")) == (
+        "Index Scan", "ix_conversation_rollups_worst"), child
