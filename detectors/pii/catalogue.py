@@ -118,6 +118,11 @@ _NAMED_THING = re.compile(
     rf"\b(?:a|an|the|one|there'?s|there\s+is)\s+(?:\w+\s+){{0,2}}{_THING_NOUN}\s+"
     rf"(?:(?!{_PERSON_NOUN}\b|{_STAFF}\b)"
     rf"[\w'’]+\s+){{0,3}}(?:called|named|by\s+the\s+name\s+of))\s+(?:the\s+)?$")
+# pii 1.8.2: a table booked at a name is at a restaurant: "a table at Nonna Vittoria", "your
+# table for 3 at Lola Reyes", "a reservation at Filippi's Pizza Grotto" (the capitalised run
+# before the span is the restaurant's name; "a table for Sam" is no such thing).
+_BOOKED_AT = re.compile(r"\b(?i:table|reservation|booking)\b[^.?!\n]{0,40}?\b(?i:at)\s+"
+                        r"(?:(?i:the)\s+)?(?:\p{Lu}[\p{L}\p{M}'’\-]*\s+){0,3}$")
 # "by" before a name in a sentence about media: an artist's or a director's credit.
 _MEDIA = re.compile(r"(?i)\b(?:songs?|albums?|tracks?|music|playlists?|artists?|bands?|"
                     r"movies?|films?|directed|starring|listen|play(?:ing)?|hear|sung|sings?|"
@@ -336,6 +341,12 @@ def offered_in_listing(text: str, start: int, end: int) -> str | None:
     for item in items:  # the item the span is in
         at = text.find(item, pos)
         if at <= start < at + len(item):
+            # pii 1.8.2: inside an item that is a sentence, not a title, a person cue before
+            # the span keeps it a name ("I found 10 songs. The playlist is shared with Dana.")
+            if at < start and not _TITLE_ITEM.fullmatch(item) and (
+                    _WEAK_PERSON.search(text[max(at, start - 12):start])
+                    or _STRONG_PERSON.search(text[max(at, start - 30):start])):
+                return None
             return item
         pos = at + len(item)
     return None
@@ -392,6 +403,8 @@ def thing_evidence(text: str, start: int, end: int, entity: str = "PERSON") -> s
         return "catalogue_word"  # inside a venue's name: "Stadium of Anaheim", "Park Apartments"
     if _STRONGEST_PERSON.search(before):  # "my name is", "Dr.", "I'm": a person, whatever follows
         return None
+    if span[:1].isupper() and _BOOKED_AT.search(before):
+        return "named_thing"  # "a table at Nonna Vittoria", "booking your table for 3 at X"
     venue_run = _VENUE_RUN.match(text, end) if span[:1].isupper() else None
     if venue_run is not None and any(w in VENUE_WORDS for w in _words(venue_run.group())):
         return "catalogue_word"  # the start of a venue's name: "Brenlow Cinema & Alehouse"

@@ -30,6 +30,8 @@ from collections.abc import Sequence
 import regex as re
 
 from detectors.pii.catalogue import (
+    _CREDIT,
+    _FROM_CREDIT,
     _LIST_ITEM_SEP,
     _LISTING_NOUN,
     _NAME_HEAD,
@@ -39,6 +41,7 @@ from detectors.pii.catalogue import (
     _PERSON_NOUN,
     _STRONG_PERSON,
     _STRONGEST_PERSON,
+    _TITLE_BY,
     _TITLE_ITEM,
     _WEAK_PERSON,
     _listed,
@@ -109,7 +112,7 @@ def offered_after_request(text: str, start: int, end: int, entity: str,
 
 # Events asked for: a name then "will be at The Velvet Room", "is at Blue Note" is a performer.
 _EVENTS = re.compile(r"(?i)\b(?:events?|concerts?|shows?|gigs?|festivals?|tickets?|games?|"
-                     r"matches)\b")
+                     r"matches|playing|perform\w*)\b")
 
 
 def performer_after_request(text: str, start: int, end: int, entity: str,
@@ -132,6 +135,32 @@ def performer_after_request(text: str, start: int, end: int, entity: str,
     return bool(_PERFORMER_AFTER.match(text, rest.end() if rest else end)) and not (
         _WEAK_PERSON.search(lead) or _STRONG_PERSON.search(lead)
         or _PERSON_OFFERED.search(text, lo, hi))
+
+
+# Media asked for: "by" or "from" a name then is a credit, as with a media word in the sentence.
+_MEDIA_ASKED = re.compile(r"(?i)\b(?:songs?|albums?|tracks?|music|playlists?|artists?|singers?|"
+                          r"bands?|movies?|films?)\b")
+
+
+def credited_after_request(text: str, start: int, end: int, entity: str,
+                           earlier: Sequence[str]) -> bool:
+    """Whether ``text[start:end]`` is a title or an artist a bot's turn credits after the last
+    earlier turns asked for songs or films: "Evening Fern by Odile Marchetti from Quiet
+    Orchards." after "What else can you find?" and "I found 10 songs." (in one turn,
+    ``thing_evidence`` needs a media word in the sentence)."""
+    if not text[start:start + 1].isupper():
+        return False
+    recent = [t[-_REACH:] for t in earlier[-_RECENT:]]
+    if not any(_MEDIA_ASKED.search(t) for t in recent) or any(_PERSON_OFFERED.search(t)
+                                                              for t in recent):
+        return False
+    before = text[max(0, start - 40):start]
+    if _STRONGEST_PERSON.search(before):
+        return False
+    if _CREDIT.search(before) or _TITLE_BY.match(text, end) and not _WEAK_PERSON.search(before):
+        return True  # "Evening Fern by Odile Marchetti"
+    return bool(_FROM_CREDIT.search(before)) and not (entity == "LOCATION"
+                                                      and _listed(text[start:end]))
 
 
 # The bot's question for a thing: "What kind of event are you interested in?", "Is there a
@@ -181,5 +210,6 @@ def in_listing_asked_for(text: str, start: int, end: int, entity: str, earlier: 
     ``earlier`` turns is the bot's (all where None)."""
     span = (text, start, end, entity, earlier)
     if bot_turn:
-        return offered_after_request(*span) or performer_after_request(*span)
+        return offered_after_request(*span) or performer_after_request(*span) \
+            or credited_after_request(*span)
     return (bot is None or (bool(bot) and bot[-1])) and answer_to_request(*span)

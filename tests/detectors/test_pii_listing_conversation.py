@@ -50,6 +50,16 @@ THINGS = [
     ("restaurants", [(U, "Somewhere with Spanish food?"),
                      (A, "I have for you 1 nice restaurant Lola Reyes in Tarrow.")],
      ["Lola Reyes"]),
+    ("events", [(U, "Any concerts on Friday?"), (A, "Which city?"), (U, "Tarrow, please."),
+                (A, "Marek Oduya is playing at the Lantern Room."), (U, "Anything else?"),
+                (A, "Kim Vale will be at The Velvet Room.")], ["Kim Vale"]),
+    ("music", [(A, "I found 10 songs. Try Evening Fern by Odile Marchetti."),
+               (U, "What else can you find?"),
+               (A, "Paper Lanterns by Dana Whitfield from Quiet Orchards.")],
+     ["Dana Whitfield", "Quiet Orchards"]),
+    ("restaurants", [(U, "Reserve it at Lola Reyes in Tarrow."),
+                     (A, "Please confirm a table at Lola Reyes in Tarrow at 7 pm.")],
+     ["Lola Reyes"]),
     ("hotels", [(U, "A cheap hotel in Tarrow, please."),
                 (A, "12 Harbour Row is a nice 2 star hotel.")], ["12 Harbour Row"]),
     ("hotels", [(U, "A cheap hotel in Tarrow, please."),
@@ -89,6 +99,11 @@ PEOPLE = [
     ("films", [(U, "Any films tonight?"),
                (A, "I found 2. How about Marigold, Dr. Lena Okafor or Harbour Lights?")],
      "Lena Okafor"),
+    ("restaurants", [(U, "Book a table for 2."),
+                     (A, "Please confirm a table for Sam Porter at 7 pm.")], "Sam Porter"),
+    ("music", [(U, "Find me some songs."),
+               (A, "I found 10 songs. The playlist is shared with Dana Whitfield.")],
+     "Dana Whitfield"),
     ("delivery", [(U, "Please send it to my flat."),
                   (A, "I will send it to 12 Oak Street, which is an apartment.")],
      "12 Oak Street"),
@@ -116,6 +131,8 @@ def test_a_persons_name_in_such_a_conversation_is_still_redacted(
     ("I heard Marta Fell is good.", ["Who is the booking for?"], False, False),
     ("Marta Fell and I.", ["Which film would you like?"], False, False),
     ("With Marta Fell.", ["Which film would you like?"], False, False),
+    ("Evening Fern by Marta Fell.", ["I found 10 songs.", "Anything else?"], True, True),
+    ("Evening Fern by Marta Fell.", ["Any flights tonight?", "Anything else?"], True, False),
 ])
 def test_in_listing_asked_for(text: str, earlier: list[str], bot_turn: bool,
                               thing: bool) -> None:
@@ -127,6 +144,20 @@ def test_in_listing_asked_for(text: str, earlier: list[str], bot_turn: bool,
            for i in range(len(earlier))]
     assert in_listing_asked_for(text, start, start + len("Marta Fell"), "PERSON", earlier,
                                 bot, bot_turn) is thing
+
+
+@pytest.mark.parametrize(("text", "span", "why"), [
+    ("I booked a table at Nonna Vittoria for 2.", "Nonna Vittoria", "named_thing"),
+    ("Booking your table for 3 at Lola Reyes on Friday.", "Lola Reyes", "named_thing"),
+    ("Please confirm a table at Ronan's Pizza Grotto.", "Grotto", "named_thing"),
+    ("I booked a table for Sam Porter at 7 pm.", "Sam Porter", None),
+    ("The table at 8 is for Maria Lopez.", "Maria Lopez", None),
+])
+def test_a_table_booked_at_a_name(text: str, span: str, why: str | None) -> None:
+    from detectors.pii.catalogue import thing_evidence
+
+    start = text.index(span)
+    assert thing_evidence(text, start, start + len(span), "PERSON") == why
 
 
 @pytest.mark.parametrize(("text", "address", "venue"), [
