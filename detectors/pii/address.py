@@ -306,6 +306,14 @@ _AT_ADDRESS_AFTER = re.compile(r"[ \t]*,?[ \t]+(?:(?:which|that)[ \t]+is[ \t]+)?
 _EVENT_AFTER = re.compile(r"[ \t]+(?:events?|concerts?|shows?|gigs?|tickets?|tours?|"
                           r"performances?)\b")
 _NUMBERLESS = ("name, street type", "street-type prefix, name, number")
+# pii 1.8.2: a title's word inside it ("The Paper Kites Movie 2", "Harbour Lights Season 3"),
+# or where a film is shown ("one show at 10 am in Brenlow Metro 16", "1 showtime for Brenlow
+# Metro 16"): a title or a cinema, not an address.
+_TITLE_WORDS = frozenset({"movie", "film", "album", "song", "episode", "season", "sequel",
+                          "trilogy", "soundtrack"})
+_SHOWN_AT = re.compile(r"(?i)\b(?:shows?|showtimes?|show[ \t]+times?|showings?|screenings?)"
+                       r"(?:[ \t]+(?:at|from)[ \t]+\d{1,2}(?::\d\d)?[ \t]*[ap]\.?m\.?)?"
+                       r"[ \t]+(?:in|at|for)[ \t]+(?:the[ \t]+)?$")
 
 
 def _venue_name(text: str, r: RecognizerResult) -> bool:
@@ -324,8 +332,9 @@ def _venue_name(text: str, r: RecognizerResult) -> bool:
     # the address names the street
     own = len(re.findall(r"[\p{L}\p{M}]+", text[r.start:r.end]))
     last_type = own >= 2 and re.fullmatch(rf"(?i:{STREET_TYPES})", words[own - 1]) is not None
-    if any(w in VENUE_WORDS and not (last_type and i == own - 2)
-           for i, w in enumerate(words)) or _EVENT_AFTER.match(text, r.end):
+    if any((w in VENUE_WORDS or w in _TITLE_WORDS) and not (last_type and i == own - 2)
+           for i, w in enumerate(words)) or _EVENT_AFTER.match(text, r.end) \
+            or _SHOWN_AT.search(text[max(0, r.start - 50):r.start]):
         return True
     if _pattern(r) in _NUMBERLESS and not re.search(r"\d", text[r.start:r.end]):
         return bool(_AT_ADDRESS_AFTER.match(text, r.end)

@@ -192,3 +192,21 @@ def test_conversation_rules_cost_linear_time_on_long_turns() -> None:
     cost(50)
     small, large = min(cost(200) for _ in range(3)), min(cost(400) for _ in range(3))
     assert large < 3.0 * small + 0.02, (small, large)
+
+
+@pytest.mark.parametrize(("text", "name", "address"), [
+    ("What do you think about The Paper Kites Movie 2?", "The Paper Kites Movie 2", False),
+    ("You want 2 tickets for Harbour Lights Season 3 at 7 pm.", "Harbour Lights Season 3",
+     False),
+    ("There is 1 showtime for Brenlow Metro 16 at 9 pm today.", "Brenlow Metro 16", False),
+    ("There's one show at 10 am in Brenlow Metro 16.", "Brenlow Metro 16", False),
+    ("Please send the tickets to 16 Brenlow Road.", "16 Brenlow Road", True),
+    ("The show is great; I live at 16 Brenlow Road.", "16 Brenlow Road", True),
+])
+def test_a_title_or_a_cinema_is_no_address(text: str, name: str, address: bool) -> None:
+    from detectors.pii.address import StreetAddressRecognizer
+
+    found = StreetAddressRecognizer().analyze(text, ["STREET_ADDRESS"])
+    start = text.index(name)
+    hit = any(r.start < start + len(name) and start < r.end for r in found)
+    assert hit is address, [text[r.start:r.end] for r in found]
