@@ -309,8 +309,8 @@ _NUMBERLESS = ("name, street type", "street-type prefix, name, number")
 # pii 1.8.2: a title's word inside it ("The Paper Kites Movie 2", "Harbour Lights Season 3"),
 # or where a film is shown ("one show at 10 am in Brenlow Metro 16", "1 showtime for Brenlow
 # Metro 16"): a title or a cinema, not an address.
-_TITLE_WORDS = frozenset({"movie", "film", "album", "song", "episode", "season", "sequel",
-                          "trilogy", "soundtrack"})
+_TITLE_WORDS = frozenset({"movie", "movies", "film", "films", "album", "albums", "song", "songs",
+                          "episode", "episodes", "season", "sequel", "trilogy", "soundtrack"})
 _SHOWN_AT = re.compile(r"(?i)\b(?:shows?|showtimes?|show[ \t]+times?|showings?|screenings?)"
                        r"(?:[ \t]+(?:at|from)[ \t]+\d{1,2}(?::\d\d)?[ \t]*[ap]\.?m\.?)?"
                        r"[ \t]+(?:in|at|for)[ \t]+(?:the[ \t]+)?$")

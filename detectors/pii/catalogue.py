@@ -103,7 +103,9 @@ _STAFF = (r"(?:staff|team|desk|reception|receptionist|office|owner|owners|chef|w
 _THING_NOUN = (r"(?:song|album|track|single|record|movie|film|show|series|episode|book|novel|"
                r"game|musical|hotel|restaurant|diner|caf[eé]|bar|place|property|apartment|"
                r"event|concert|venue|attraction|museum|shop|store|brand|product|item|drink|"
-               r"plan|app|band|title)s?")
+               r"plan|app|band|title|"
+               # pii 1.8.2: a rental car's class or body ("a standard Elantra", "a SUV Duster")
+               r"suv|sedan|hatchback|minivan|convertible|standard|compact|intermediate)s?")
 _NAMED_THING = re.compile(
     rf"(?i)(?:\b(?:the|a|an|this|that|our|your|their|its|\d{{1,3}})\s+(?:\w+\s+)?{_THING_NOUN}|"
     rf"\b{_THING_NOUN}\s+(?:called|named|titled)|\btitled|\b{_THING_NOUN}(?:'s)?\s+name\s+is|"
@@ -127,6 +129,9 @@ _BOOKED_AT = re.compile(r"\b(?i:table|reservation|booking)\b[^.?!\n]{0,40}?\b(?i
 _MEDIA = re.compile(r"(?i)\b(?:songs?|albums?|tracks?|music|playlists?|artists?|bands?|"
                     r"movies?|films?|directed|starring|listen|play(?:ing)?|hear|sung|sings?|"
                     r"singers?|narrated|novels?)\b")
+# pii 1.8.2: a media role said of the name, in a sentence about media: "the singer is ...".
+_ROLE_IS = re.compile(r"(?i)\b(?:singer|artist|band|director|composer|songwriter)\s+(?:is|was)"
+                      r"\s+$")
 # "by", then at most two capitalised words of the same name ("by Dale Harlan" tagged "Harlan").
 _CREDIT = re.compile(r"(?i:\bby)\s+(?:\p{Lu}[\p{L}\p{M}'’\-]*\s+){0,2}$")
 # Words that end the name of a public place: a place or name inside such a name is part of the
@@ -443,8 +448,9 @@ def thing_evidence(text: str, start: int, end: int, entity: str = "PERSON") -> s
         return "catalogue_word"
     if _FIXTURE.search(before) or _FIXTURE_AFTER.match(text, end):
         return "fixture"
-    if _CREDIT.search(before) and _MEDIA.search(_sentence(text, start, end)):
-        return "media_credit"
+    if (_CREDIT.search(before) or _ROLE_IS.search(before)) and _MEDIA.search(
+            _sentence(text, start, end)):
+        return "media_credit"  # "Curious by Hayley Kiyoko", "the singer is Hayley Kiyoko"
     if entity == "PERSON" and span[:1].isupper() and _EVENT.search(
             text[max(0, start - 120):end + 80]):  # its sentence and the one before
         # the whole name the span is part of ("Kim" of "Kim Vale"): up to two capitalised words

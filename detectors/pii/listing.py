@@ -61,16 +61,17 @@ _PERSON_OFFERED = re.compile(
 _BARE_COUNT = re.compile(
     r"(?i)\b(?:found|got|have|see|are|is)\s+(?:\d+|one|two|three|four|five|six|seven|eight|"
     r"nine|ten)(?:\s+(?:of\s+(?:them|those|these)|results?|matches|options))?\s*[.!:]\s*$")
+_VERB = re.compile(r"\b(?:is|are|was|were|will|would|has|have|had|can|could|should)\b")
 _RECENT = 4  # earlier turns read for the request
 _REACH = 400  # characters of each earlier turn read (its end: the request is its last words)
 
 
 def listing_requested(earlier: Sequence[str]) -> bool:
     """Whether one of the last earlier turns asks for or counts things of a listing, and none
-    names a person who could be offered."""
+    names a person who could be offered or asks for a name ("Under what name?")."""
     recent = [t[-_REACH:] for t in earlier[-_RECENT:]]
     return any(_REQUEST.search(t) for t in recent) and not any(
-        _PERSON_OFFERED.search(t) for t in recent)
+        _PERSON_OFFERED.search(t) or _ASKED_PERSON.search(t) for t in recent)
 
 
 def offered_after_request(text: str, start: int, end: int, entity: str,
@@ -88,7 +89,11 @@ def offered_after_request(text: str, start: int, end: int, entity: str,
         offer = m if offer is None or m.end() > offer.end() else offer
     if offer is not None:
         list_start = lo + offer.end()
-    elif lo and _BARE_COUNT.search(text, max(0, lo - 60), lo):
+    elif (lo and _BARE_COUNT.search(text, max(0, lo - 60), lo)) or (
+            not text[:lo].strip() and not text[hi:].strip(" \t\n.?!")
+            and len(text[lo:hi].split()) <= 8 and not _VERB.search(text, lo, hi)):
+        # after a bare count, or a short turn that is only the list, no sentence: "Krua Lan in
+        # Tarrow.", "Marigold?" after "Anything else?" (not "Sam Porter is at the desk.")
         list_start = lo + len(head) - len(head.lstrip())
     else:
         return False
@@ -173,7 +178,8 @@ _ASKED_THING = re.compile(
     rf"\b(?:specific|particular|preferred|favou?rite)\s+{_ASK_NOUN}\b|"
     rf"\b{_ASK_NOUN}\s+(?:title|name)\b")
 # ... that asks for no person: "Which restaurant, and under what name?"
-_ASKED_PERSON = re.compile(r"(?i)\b(?:your|whose|his|her|their|guest'?s?|contact)\s+name|"
+_ASKED_PERSON = re.compile(r"(?i)\b(?:your|whose|his|her|their|guest'?s?|contact|what|which)\s+"
+                           r"name|"
                            r"\bwho(?:se|m)?\b|\bunder\s+(?:what|which|whose)\b")
 # Company named beside the answer: "Marigold. Sam Porter and I.", "me and Sam"
 _COMPANY_AFTER = re.compile(r"(?i)(?:\s+\p{Lu}[\p{L}\p{M}'’\-]*){0,2}\s*,?\s*(?:and\s+(?:i|me|"
