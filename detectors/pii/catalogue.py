@@ -104,7 +104,7 @@ _THING_NOUN = (r"(?:song|album|track|single|record|movie|film|show|series|episod
                r"game|musical|hotel|restaurant|diner|caf[eé]|bar|place|property|apartment|"
                r"event|concert|venue|attraction|museum|shop|store|brand|product|item|drink|"
                r"plan|app|band|title|"
-               # pii 1.8.2: a rental car's class or body ("a standard Elantra", "a SUV Duster")
+               # pii 1.8.2: a rental car's class or body ("a standard Brenlow Vesta")
                r"suv|sedan|hatchback|minivan|convertible|standard|compact|intermediate)s?")
 _NAMED_THING = re.compile(
     rf"(?i)(?:\b(?:the|a|an|this|that|our|your|their|its|\d{{1,3}})\s+(?:\w+\s+)?{_THING_NOUN}|"
@@ -121,7 +121,7 @@ _NAMED_THING = re.compile(
     rf"(?:(?!{_PERSON_NOUN}\b|{_STAFF}\b)"
     rf"[\w'’]+\s+){{0,3}}(?:called|named|by\s+the\s+name\s+of))\s+(?:the\s+)?$")
 # pii 1.8.2: a table booked at a name is at a restaurant: "a table at Nonna Vittoria", "your
-# table for 3 at Lola Reyes", "a reservation at Filippi's Pizza Grotto" (the capitalised run
+# table for 3 at Lola Reyes", "a reservation at Ronan's Pizza Grotto" (the capitalised run
 # before the span is the restaurant's name; "a table for Sam" is no such thing).
 _BOOKED_AT = re.compile(r"\b(?i:table|reservation|booking)\b[^.?!\n]{0,40}?\b(?i:at)\s+"
                         r"(?:(?i:the)\s+)?(?:\p{Lu}[\p{L}\p{M}'’\-]*\s+){0,3}$")
@@ -450,7 +450,7 @@ def thing_evidence(text: str, start: int, end: int, entity: str = "PERSON") -> s
         return "fixture"
     if (_CREDIT.search(before) or _ROLE_IS.search(before)) and _MEDIA.search(
             _sentence(text, start, end)):
-        return "media_credit"  # "Curious by Hayley Kiyoko", "the singer is Hayley Kiyoko"
+        return "media_credit"  # "Curious by Hayley Kiyoko", "the singer is Odile Marchetti"
     if entity == "PERSON" and span[:1].isupper() and _EVENT.search(
             text[max(0, start - 120):end + 80]):  # its sentence and the one before
         # the whole name the span is part of ("Kim" of "Kim Vale"): up to two capitalised words

@@ -110,7 +110,7 @@ class PiiDetector:
         # a venue's or event's name beside an address is no address; "City" or "From" inside a
         # name is no place cue; 1.8.2: a listing the conversation asked for (options and
         # performers a bot offers after a request, the thing a customer names when asked for
-        # one: ``detectors.pii.listing``), "Kuya's Asian Cuisine", "1 nice restaurant X", an
+        # one: ``detectors.pii.listing``), "Ronan's Asian Cuisine", "1 nice restaurant X", an
         # address said to be a venue ("45 Harbour Row is a nice hotel") is no address
         self.catalogue = _read_catalogue(catalogue) if catalogue else None
         self.version = f"1.8.2+{model}" + (f"+catalogue.{self.catalogue.digest}"

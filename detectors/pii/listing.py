@@ -52,7 +52,7 @@ _REQUEST = re.compile(rf"(?i)\b(?:{_LISTING_NOUN}|food|cuisine)\b")
 # A bot's word for offering, beyond ``_OFFER``: "I recommend Luigi's", "I suggest Marigold".
 _OFFER_MORE = re.compile(r"(?i)\b(?:recommend|suggest)\s+(?:the\s+)?")
 # Whom a listing may offer that is a person: "How about Maria?" after "any stylists free?";
-# lower-case only, as a request or a role is written ("Small Town Boy" is a title)
+# lower-case only, as a request or a role is written ("Paper Harbour Boy" is a title)
 _PERSON_OFFERED = re.compile(
     rf"\b(?:[Ww]ho|{_PERSON_NOUN}s?|stylists?|hairdressers?|barbers?|doctors?|dentists?|"
     rf"therapists?|agents?|tutors?|trainers?|physicians?|vets?|lawyers?|nannies|nanny|"
