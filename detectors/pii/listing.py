@@ -39,6 +39,7 @@ from detectors.pii.catalogue import (
     _OFFER,
     _PERFORMER_AFTER,
     _PERSON_NOUN,
+    _PLACE_CUE,
     _STRONG_PERSON,
     _STRONGEST_PERSON,
     _TITLE_BY,
@@ -110,7 +111,10 @@ def offered_after_request(text: str, start: int, end: int, entity: str,
         at = text.find(item, pos)
         if at <= start < at + len(item):
             span = text[start:end]
-            return not (entity == "LOCATION" and _listed(span) and item.strip(" ?!.") == span)
+            # a listed town alone, or after "in", "at", "near" ("Casa Velha in Tarrow"), is
+            # where the thing is, not part of its name
+            return not (entity == "LOCATION" and _listed(span) and (
+                item.strip(" ?!.") == span or _PLACE_CUE.search(text, max(0, start - 12), start)))
         pos = at + len(item)
     return False
 
@@ -179,7 +183,7 @@ _ASKED_THING = re.compile(
     rf"\b{_ASK_NOUN}\s+(?:title|name)\b")
 # ... that asks for no person: "Which restaurant, and under what name?"
 _ASKED_PERSON = re.compile(r"(?i)\b(?:your|whose|his|her|their|guest'?s?|contact|what|which)\s+"
-                           r"name|"
+                           r"name|\bname\s+(?:for|on|under)\b|"
                            r"\bwho(?:se|m)?\b|\bunder\s+(?:what|which|whose)\b")
 # Company named beside the answer: "Marigold. Sam Porter and I.", "me and Sam"
 _COMPANY_AFTER = re.compile(r"(?i)(?:\s+\p{Lu}[\p{L}\p{M}'’\-]*){0,2}\s*,?\s*(?:and\s+(?:i|me|"
