@@ -26,6 +26,7 @@ asks this rule about the earlier turns too.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import islice
 
 import regex as re
 
@@ -34,6 +35,7 @@ from detectors.pii.catalogue import (
     _FROM_CREDIT,
     _LIST_ITEM_SEP,
     _LISTING_NOUN,
+    _MENTIONS,
     _NAME_HEAD,
     _NAME_REST,
     _OFFER,
@@ -62,6 +64,11 @@ _PERSON_OFFERED = re.compile(
 _BARE_COUNT = re.compile(
     r"(?i)\b(?:found|got|have|see|are|is)\s+(?:\d+|one|two|three|four|five|six|seven|eight|"
     r"nine|ten)(?:\s+(?:of\s+(?:them|those|these)|results?|matches|options))?\s*[.!:]\s*$")
+# A person's pronoun or a message sent to the name, in the span's sentence: "Kim Vale is at
+# Tarrow Hospital, so I can't book for her", "Ask Kim Vale, she picks".
+_PERSON_SAID = re.compile(r"(?i)\b(?:he|she|him|her|his|hers|himself|herself)\b|"
+                          r"\b(?:ask|tell|call|email|e-mail|text|message|contact)\s+$")
+_FOR_WITH = re.compile(r"(?i)\b(?:for|with|under)\s+$")
 _VERB = re.compile(r"\b(?:is|are|was|were|will|would|has|have|had|can|could|should)\b")
 _RECENT = 4  # earlier turns read for the request
 _REACH = 400  # characters of each earlier turn read (its end: the request is its last words)
@@ -73,6 +80,25 @@ def listing_requested(earlier: Sequence[str]) -> bool:
     recent = [t[-_REACH:] for t in earlier[-_RECENT:]]
     return any(_REQUEST.search(t) for t in recent) and not any(
         _PERSON_OFFERED.search(t) or _ASKED_PERSON.search(t) for t in recent)
+
+
+def _as_person(text: str, start: int, end: int, earlier: Sequence[str]) -> bool:
+    """Whether the span's sentence speaks of a person ("she", "ask Kim Vale"), or one of the
+    last earlier turns named the same words after a person cue ("a table for Kim Vale", "my
+    name is Kim Vale")."""
+    lo, hi = _sentence_bounds(text, start, end)
+    if _PERSON_SAID.search(text, lo, hi) or _PERSON_SAID.search(text, max(lo, start - 20), start):
+        return True
+    value = " ".join(text[start:end].split())
+    if len(value) < 2:
+        return False
+    pattern = re.compile(rf"(?<![\p{{L}}\p{{M}}\d]){re.escape(value)}(?![\p{{L}}\p{{M}}\d])")
+    for t in earlier[-_RECENT:]:
+        for m in islice(pattern.finditer(t), _MENTIONS):
+            before = t[max(0, m.start() - 30):m.start()]
+            if _FOR_WITH.search(before) or _STRONG_PERSON.search(before):
+                return True
+    return False
 
 
 def offered_after_request(text: str, start: int, end: int, entity: str,
@@ -220,6 +246,8 @@ def in_listing_asked_for(text: str, start: int, end: int, entity: str, earlier: 
     ``earlier`` turns is the bot's (all where None)."""
     span = (text, start, end, entity, earlier)
     if bot_turn:
-        return offered_after_request(*span) or performer_after_request(*span) \
+        found = offered_after_request(*span) or performer_after_request(*span) \
             or credited_after_request(*span)
-    return (bot is None or (bool(bot) and bot[-1])) and answer_to_request(*span)
+    else:
+        found = (bot is None or (bool(bot) and bot[-1])) and answer_to_request(*span)
+    return found and not _as_person(text, start, end, earlier)
