@@ -325,6 +325,11 @@ def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
     return lo, after.start() if after else ceiling
 
 
+# A sentence that files a person, not a listing's item: "I have Sam Porter on file as the guest"
+_ON_FILE = re.compile(rf"(?i)\b(?:on\s+file|on\s+record|guests?|booked\s+(?:for|under)|"
+                      rf"reservation\s+(?:for|under)|{_PERSON_NOUN}s?)\b")
+
+
 def offered_in_listing(text: str, start: int, end: int) -> str | None:
     """The item of a listing that ``text[start:end]`` is in, or None where it is none of the
     names a listing offers (pii 1.8.1): in its
@@ -348,10 +353,11 @@ def offered_in_listing(text: str, start: int, end: int) -> str | None:
         if at <= start < at + len(item):
             # pii 1.8.2: inside an item that is a sentence, not a title, a person cue before
             # the span keeps it a name ("I found 10 songs. The playlist is shared with Dana.")
-            if at < start and not _TITLE_ITEM.fullmatch(item) and (
-                    _WEAK_PERSON.search(text[max(at, start - 12):start])
-                    or _STRONG_PERSON.search(text[max(at, start - 30):start])):
-                return None
+            if not _TITLE_ITEM.fullmatch(item) and (
+                    (at < start and (_WEAK_PERSON.search(text[max(at, start - 12):start])
+                                     or _STRONG_PERSON.search(text[max(at, start - 30):start])))
+                    or _ON_FILE.search(item)):
+                return None  # "I have Sam Porter on file as the guest"
             return item
         pos = at + len(item)
     return None

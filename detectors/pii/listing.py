@@ -31,7 +31,6 @@ from itertools import islice
 import regex as re
 
 from detectors.pii.catalogue import (
-    _CREDIT,
     _FROM_CREDIT,
     _LIST_ITEM_SEP,
     _LISTING_NOUN,
@@ -177,6 +176,11 @@ _MEDIA_ASKED = re.compile(r"(?i)\b(?:songs?|albums?|tracks?|music|playlists?|art
                           r"bands?|movies?|films?)\b")
 
 
+# "by" after a title (a capitalised word), then at most two capitalised words of the name
+_TITLED_CREDIT = re.compile(r"\p{Lu}[\p{L}\p{M}\d'’!?\-]*[ \t]+by[ \t]+"
+                            r"(?:\p{Lu}[\p{L}\p{M}'’\-]*[ \t]+){0,2}$")
+
+
 def credited_after_request(text: str, start: int, end: int, entity: str,
                            earlier: Sequence[str]) -> bool:
     """Whether ``text[start:end]`` is a title or an artist a bot's turn credits after the last
@@ -192,8 +196,9 @@ def credited_after_request(text: str, start: int, end: int, entity: str,
     before = text[max(0, start - 40):start]
     if _STRONGEST_PERSON.search(before):
         return False
-    if _CREDIT.search(before) or _TITLE_BY.match(text, end) and not _WEAK_PERSON.search(before):
-        return True  # "Evening Fern by Odile Marchetti"
+    if _TITLED_CREDIT.search(before) or _TITLE_BY.match(text, end) and not _WEAK_PERSON.search(
+            before):
+        return True  # "Evening Fern by Odile Marchetti" (not "the list was made by Sam Porter")
     return bool(_FROM_CREDIT.search(before)) and not (entity == "LOCATION"
                                                       and _listed(text[start:end]))
 

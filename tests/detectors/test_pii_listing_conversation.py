@@ -128,6 +128,13 @@ PEOPLE = [
      "Renata Solberg"),
     ("restaurants", [(U, "Find a restaurant table for Renata Solberg."),
                      (A, "Renata Solberg?")], "Renata Solberg"),
+    # 1.8.1 kept these two: a sentence after a count was a list of one item
+    ("music", [(U, "Find me some songs."),
+               (A, "I found 10 songs. The list was made by Renata Solberg from support.")],
+     "Renata Solberg"),
+    ("restaurants", [(U, "Find me some restaurants."),
+                     (A, "I found 3 restaurants. I have Renata Solberg on file as the guest.")],
+     "Renata Solberg"),
     ("delivery", [(U, "Please send it to my flat."),
                   (A, "I will send it to 12 Oak Street, which is an apartment.")],
      "12 Oak Street"),
