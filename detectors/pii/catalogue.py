@@ -46,7 +46,6 @@ country is dropped only on a thing noun, a catalogue word, a fixture or a credit
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import islice
 from typing import Any
 
 import regex as re
@@ -512,73 +511,3 @@ def drop_catalogue_names(text: str, results: Sequence[Any]) -> list[Any]:
                                             and address_said_venue(text, r.start, r.end)))
             or (r.entity_type in NAME_LIKE
                 and thing_evidence(text, r.start, r.end, r.entity_type) is None)]
-
-
-def address_said_venue_earlier(value: str, earlier: Sequence[str]) -> bool:
-    """Whether an earlier turn said the street address ``value`` is a venue ("45 Harbour Row
-    is a nice 2 star hotel" before "They are at 45 Harbour Row")."""
-    value = " ".join(value.split())
-    if len(value) < 3:
-        return False
-    pattern = re.compile(rf"(?<![\p{{L}}\p{{M}}\d]){re.escape(value)}(?![\p{{L}}\p{{M}}\d])")
-    return any(address_said_venue(t, m.start(), m.end())
-               for t in earlier for m in islice(pattern.finditer(t), _MENTIONS))
-
-
-def named_as_thing_earlier(value: str, entity: str, earlier: Sequence[str],
-                           bot: Sequence[bool] | None = None) -> bool:
-    """Whether an earlier turn of the conversation names ``value`` as a thing (pii 1.8.1): the
-    same capitalised words there, with evidence of a thing about them ("I found 4 films. How
-    about Marigold or Harbour Lights?" before "Marigold is perfect" or "Please confirm
-    Marigold at 7 pm"). A listed place or a country is never one. ``bot``: whether each
-    earlier turn is the bot's (all where None); only a bot's turn offers from a listing the
-    turns before it asked for (``detectors.pii.listing``)."""
-    from detectors.pii.listing import in_listing_asked_for
-
-    value = " ".join(value.split())
-    if len(value) < 3 or not value[:1].isupper() or (entity == "LOCATION" and _listed(value)):
-        return False
-    pattern = re.compile(rf"(?<![\p{{L}}\p{{M}}\d]){re.escape(value)}(?![\p{{L}}\p{{M}}\d])")
-    # at most a few mentions per turn are read: a turn repeating a name a thousand times says
-    # no more than its first mentions, and would cost quadratic time; pii 1.8.2: an option a
-    # turn offered from the listing the turns before it asked for counts too
-    return any(thing_evidence(t, m.start(), m.end(), entity) is not None
-               or in_listing_asked_for(t, m.start(), m.end(), entity, earlier[:j],
-                                       None if bot is None else bot[:j],
-                                       True if bot is None else bot[j])
-               for j, t in enumerate(earlier) for m in islice(pattern.finditer(t), _MENTIONS))
-
-
-def drop_things_named_earlier(text: str, results: Sequence[Any], earlier: Sequence[str],
-                              bot: Sequence[bool] | None = None,
-                              bot_turn: bool = True) -> list[Any]:
-    """``results`` without the PERSON and LOCATION spans that an earlier turn of the same
-    conversation names as a thing, or (pii 1.8.2, a bot's turn: ``bot_turn``) that this turn
-    offers from the listing the turns before it asked for, unless a strong person cue stands
-    before the span here ("my name is ..."). ``bot``: whether each earlier turn is the
-    bot's."""
-    from detectors.pii.listing import in_listing_asked_for
-
-    if not earlier:
-        return list(results)
-    known: dict[tuple[str, str], bool] = {}  # each value once per turn
-
-    def thing(r: Any) -> bool:
-        if in_listing_asked_for(text, r.start, r.end, r.entity_type, earlier, bot, bot_turn):
-            return True  # pii 1.8.2: "Any films tonight?" then "How about Marigold?"
-        key = (" ".join(text[r.start:r.end].split()), r.entity_type)
-        if key not in known:
-            known[key] = named_as_thing_earlier(key[0], key[1], earlier, bot)
-        return known[key]
-
-    def venue(r: Any) -> bool:
-        key = (" ".join(text[r.start:r.end].split()), r.entity_type)
-        if key not in known:
-            known[key] = address_said_venue_earlier(key[0], earlier)
-        return known[key]
-
-    return [r for r in results
-            if (r.entity_type not in NAME_LIKE
-                and not (r.entity_type == "STREET_ADDRESS" and venue(r)))
-            or (r.entity_type in NAME_LIKE
-                and (_STRONG_PERSON.search(text[max(0, r.start - 40):r.start]) or not thing(r)))]

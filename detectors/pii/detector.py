@@ -152,7 +152,7 @@ class PiiDetector:
 
     # -- scoring ---------------------------------------------------------------------------
     def score(self, batch: Sequence[ScoringInput]) -> list[list[Finding]]:
-        from detectors.pii.catalogue import drop_things_named_earlier
+        from detectors.pii.history import drop_things_named_earlier
 
         texts = [item.turn.text for item in batch]
         states = [item.context.features.get(TOKEN_STATES) for item in batch]

@@ -19,7 +19,7 @@ catalogue rules:
   it ("for", "with", "my name is", "Dr.").
 
 A listed town or country alone is never such an item (it is where, not what). A name the
-customer then picks ("Marigold is perfect") is a thing by ``drop_things_named_earlier``, which
+customer then picks ("Marigold is perfect") is a thing by :mod:`detectors.pii.history`, which
 asks this rule about the earlier turns too.
 """
 

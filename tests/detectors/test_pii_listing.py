@@ -292,7 +292,7 @@ def test_a_customers_name_beside_a_listing_is_still_redacted(
 ])
 def test_named_as_thing_earlier(value: str, entity: str, earlier: list[str],
                                 thing: bool) -> None:
-    from detectors.pii.catalogue import named_as_thing_earlier
+    from detectors.pii.history import named_as_thing_earlier
 
     assert named_as_thing_earlier(value, entity, earlier) is thing
 
