@@ -45,7 +45,7 @@ country is dropped only on a thing noun, a catalogue word, a fixture or a credit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import regex as re
@@ -503,11 +503,18 @@ def address_said_venue(text: str, start: int, end: int) -> bool:
     return said is not None and _VENUE_ROLE.search(said.group()) is not None
 
 
+def drop_spans(results: Sequence[Any], venue: Callable[[Any], bool],
+               thing: Callable[[Any], bool]) -> list[Any]:
+    """``results`` without the street addresses that ``venue`` says are a venue and the PERSON
+    and LOCATION spans that ``thing`` says name a thing; every other span stays."""
+    return [r for r in results
+            if not (r.entity_type == "STREET_ADDRESS" and venue(r))
+            and not (r.entity_type in NAME_LIKE and thing(r))]
+
+
 def drop_catalogue_names(text: str, results: Sequence[Any]) -> list[Any]:
     """``results`` without the PERSON and LOCATION spans that name a thing, and the street
     addresses said to be a venue."""
-    return [r for r in results if (r.entity_type not in NAME_LIKE
-                                   and not (r.entity_type == "STREET_ADDRESS"
-                                            and address_said_venue(text, r.start, r.end)))
-            or (r.entity_type in NAME_LIKE
-                and thing_evidence(text, r.start, r.end, r.entity_type) is None)]
+    return drop_spans(
+        results, lambda r: address_said_venue(text, r.start, r.end),
+        lambda r: thing_evidence(text, r.start, r.end, r.entity_type) is not None)

@@ -7,7 +7,7 @@ a value per turn."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import Any
 
@@ -16,9 +16,9 @@ import regex as re
 from detectors.pii.catalogue import (
     _MENTIONS,
     _STRONG_PERSON,
-    NAME_LIKE,
     _listed,
     address_said_venue,
+    drop_spans,
     thing_evidence,
 )
 from detectors.pii.listing import in_listing_asked_for
@@ -28,11 +28,8 @@ def address_said_venue_earlier(value: str, earlier: Sequence[str]) -> bool:
     """Whether an earlier turn said the street address ``value`` is a venue ("45 Harbour Row
     is a nice 2 star hotel" before "They are at 45 Harbour Row")."""
     value = " ".join(value.split())
-    if len(value) < 3:
-        return False
-    pattern = re.compile(rf"(?<![\p{{L}}\p{{M}}\d]){re.escape(value)}(?![\p{{L}}\p{{M}}\d])")
-    return any(address_said_venue(t, m.start(), m.end())
-               for t in earlier for m in islice(pattern.finditer(t), _MENTIONS))
+    return len(value) >= 3 and any(address_said_venue(t, m.start(), m.end())
+                                   for _, t, m in _mentions(value, earlier))
 
 
 def named_as_thing_earlier(value: str, entity: str, earlier: Sequence[str],
@@ -46,15 +43,13 @@ def named_as_thing_earlier(value: str, entity: str, earlier: Sequence[str],
     value = " ".join(value.split())
     if len(value) < 3 or not value[:1].isupper() or (entity == "LOCATION" and _listed(value)):
         return False
-    pattern = re.compile(rf"(?<![\p{{L}}\p{{M}}\d]){re.escape(value)}(?![\p{{L}}\p{{M}}\d])")
-    # at most a few mentions per turn are read: a turn repeating a name a thousand times says
-    # no more than its first mentions, and would cost quadratic time; pii 1.8.2: an option a
-    # turn offered from the listing the turns before it asked for counts too
+    # pii 1.8.2: an option a turn offered from the listing the turns before it asked for
+    # counts too
     return any(thing_evidence(t, m.start(), m.end(), entity) is not None
                or in_listing_asked_for(t, m.start(), m.end(), entity, earlier[:j],
                                        None if bot is None else bot[:j],
                                        True if bot is None else bot[j])
-               for j, t in enumerate(earlier) for m in islice(pattern.finditer(t), _MENTIONS))
+               for j, t, m in _mentions(value, earlier))
 
 
 def drop_things_named_earlier(text: str, results: Sequence[Any], earlier: Sequence[str],
@@ -69,22 +64,31 @@ def drop_things_named_earlier(text: str, results: Sequence[Any], earlier: Sequen
         return list(results)
     known: dict[tuple[str, str], bool] = {}  # each value once per turn
 
+    def earlier_says(r: Any, ask: Callable[[str, str], bool]) -> bool:
+        key = (" ".join(text[r.start:r.end].split()), r.entity_type)
+        if key not in known:
+            known[key] = ask(*key)
+        return known[key]
+
     def thing(r: Any) -> bool:
+        if _STRONG_PERSON.search(text[max(0, r.start - 40):r.start]):
+            return False  # "my name is ...": a person here, whatever an earlier turn said
         if in_listing_asked_for(text, r.start, r.end, r.entity_type, earlier, bot, bot_turn):
             return True  # pii 1.8.2: "Any films tonight?" then "How about Marigold?"
-        key = (" ".join(text[r.start:r.end].split()), r.entity_type)
-        if key not in known:
-            known[key] = named_as_thing_earlier(key[0], key[1], earlier, bot)
-        return known[key]
+        return earlier_says(r, lambda value, entity: named_as_thing_earlier(value, entity,
+                                                                            earlier, bot))
 
-    def venue(r: Any) -> bool:
-        key = (" ".join(text[r.start:r.end].split()), r.entity_type)
-        if key not in known:
-            known[key] = address_said_venue_earlier(key[0], earlier)
-        return known[key]
+    return drop_spans(
+        results,
+        lambda r: earlier_says(r, lambda value, _: address_said_venue_earlier(value, earlier)),
+        thing)
 
-    return [r for r in results
-            if (r.entity_type not in NAME_LIKE
-                and not (r.entity_type == "STREET_ADDRESS" and venue(r)))
-            or (r.entity_type in NAME_LIKE
-                and (_STRONG_PERSON.search(text[max(0, r.start - 40):r.start]) or not thing(r)))]
+
+def _mentions(value: str, turns: Sequence[str]) -> Iterator[tuple[int, str, re.Match[str]]]:
+    """(index, turn, match) of ``value`` as a whole word run in each of ``turns``: at most a
+    few mentions a turn (a turn repeating a name a thousand times says no more than its first
+    mentions, and would cost quadratic time)."""
+    pattern = re.compile(rf"(?<![\p{{L}}\p{{M}}\d]){re.escape(value)}(?![\p{{L}}\p{{M}}\d])")
+    for j, t in enumerate(turns):
+        for m in islice(pattern.finditer(t), _MENTIONS):
+            yield j, t, m
