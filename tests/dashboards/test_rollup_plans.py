@@ -49,14 +49,22 @@ def scans(plan: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
         yield from scans(child)
 
 
-def rollup_scans(conn: Connection, sql: str, params: dict[str, Any]) -> list[tuple[str, str]]:
-    conn.execute(text("SET LOCAL enable_seqscan = off"))
-    conn.execute(text("SET LOCAL enable_bitmapscan = off"))
-    plan = conn.execute(text("EXPLAIN (FORMAT JSON) " + sql), params).scalar_one()
-    if isinstance(plan, str):
-        plan = json.loads(plan)
-    return [(node, index) for node, relation, index in scans(plan[0]["Plan"])
-            if relation == "rollups"]
+def plan(conn: Connection, sql: str, params: Any, *priced_out: str,
+         driver_sql: bool = False) -> dict[str, Any]:
+    """PostgreSQL's plan of ``sql`` (JSON), with sequential and bitmap scans and ``priced_out``
+    off for this transaction; ``driver_sql``: ``sql`` as the driver takes it (a captured
+    statement, its parameters as captured)."""
+    for kind in ("seqscan", "bitmapscan", *priced_out):
+        conn.execute(text(f"SET LOCAL enable_{kind} = off"))
+    explain = "EXPLAIN (FORMAT JSON) " + sql
+    found = (conn.exec_driver_sql(explain, params) if driver_sql
+             else conn.execute(text(explain), params)).scalar_one()
+    return (json.loads(found) if isinstance(found, str) else found)[0]["Plan"]
+
+
+def rollup_scans(found: dict[str, Any]) -> list[tuple[str, str]]:
+    """(node type, index) of every read of ``rollups`` in the plan ``found``."""
+    return [(node, index) for node, relation, index in scans(found) if relation == "rollups"]
 
 
 def test_every_panel_reads_the_rollups_by_an_index_only_scan(engine: Engine) -> None:
@@ -66,7 +74,7 @@ def test_every_panel_reads_the_rollups_by_an_index_only_scan(engine: Engine) -> 
         for name, sql in dashboard_queries():
             if "FROM rollups" not in sql:
                 continue
-            found = rollup_scans(conn, sqlrun.expand(sql, "postgresql"), params)
+            found = rollup_scans(plan(conn, sqlrun.expand(sql, "postgresql"), params))
             assert found and set(found) == {("Index Only Scan", "ix_rollups_label_bucket")}, (
                 name, found)
             read += 1
@@ -88,17 +96,8 @@ def test_the_reports_rollups_are_read_by_an_index_only_scan(engine: Engine) -> N
         event.remove(engine, "before_cursor_execute", keep)
     assert sums.cells  # it read something
     (statement, parameters), = statements
-    raw = engine.raw_connection()
-    try:
-        with raw.cursor() as cur:
-            cur.execute("SET enable_seqscan = off")
-            cur.execute("SET enable_bitmapscan = off")
-            cur.execute("EXPLAIN (FORMAT JSON) " + statement, parameters)
-            plan = cur.fetchone()[0]
-    finally:
-        raw.close()
-    found = [(node, index) for node, relation, index in scans(plan[0]["Plan"])
-             if relation == "rollups"]
+    with engine.begin() as conn:
+        found = rollup_scans(plan(conn, statement, parameters, driver_sql=True))
     assert len(found) == 3 and set(found) == {("Index Only Scan", "ix_rollups_label_bucket")}
 
 
@@ -111,12 +110,7 @@ def test_the_worst_conversations_are_read_off_their_index_without_a_sort(engine:
 
     sql = sqlrun.expand(WORST_CONVERSATIONS.sql, "postgresql")
     with engine.begin() as conn:
-        conn.execute(text("SET LOCAL enable_seqscan = off"))
-        conn.execute(text("SET LOCAL enable_bitmapscan = off"))
-        conn.execute(text("SET LOCAL enable_sort = off"))
-        plan = conn.execute(text("EXPLAIN (FORMAT JSON) " + sql),
-                            {"t_from": START, "t_to": END + timedelta(hours=1)}).scalar_one()
-    top = (plan if isinstance(plan, list) else json.loads(plan))[0]["Plan"]
+        top = plan(conn, sql, {"t_from": START, "t_to": END + timedelta(hours=1)}, "sort")
     assert top["Node Type"] == "Limit"
     (child,) = top["Plans"]
     assert (child["Node Type"], child.get("Index Name")) == (
