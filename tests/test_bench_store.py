@@ -70,7 +70,7 @@ def test_small_run_reports_every_figure_and_drops_its_database() -> None:
     assert result["machine"]["cpu_model"]
     assert result["disk"]["finding_row_bytes"] > 0
     assert result["user_group_replies"] > 0  # the empathy gap's rollup is written and read
-    assert result["jit"] in {"on", "off"}  # reported: the panels' times depend on it
+    assert result["jit"] in {"on", "off"}  # reported beside the times the setting ran at
     assert _bench_databases() == before  # dropped: nothing new left on the server
 
 

@@ -21,7 +21,8 @@ after ``VACUUM ANALYZE`` (what autovacuum does to a store that filled over weeks
   oldest of the four weeks.
 
 ``user_group_replies``: the replies the empathy gap's rollup counted; ``jit``: the server's JIT
-setting as the queries ran (the panels' times depend on it at 10M turns: BENCHMARKS.md).
+setting as the queries ran (with the index-only reads of migration 0011 it no longer changes
+their times: BENCHMARKS.md).
 """
 
 from __future__ import annotations
