@@ -5,7 +5,8 @@ PostgreSQL dialect with Grafana's ``$__timeFilter(col)`` macro; weeks are ISO we
 rollups the sink writes with the rows (``rollups``, ``phrase_rollups``,
 ``conversation_rollups``; ``pipeline/store/rollups.py``, docs/dashboards.md): their cost
 grows with hours x bots x labels, not with findings, and they resolve time to the hour (a range
-that starts or ends inside an hour counts that whole hour). Only drill-downs read rows, by index
+that starts or ends inside an hour counts that whole hour; the phrase panels to the day: they
+count the whole days that start in the range). Only drill-downs read rows, by index
 and with a limit; each says so. :mod:`dashboards.sqlrun` expands the macro into
 bound parameters and translates the two PostgreSQL-only spellings for SQLite, so every query runs
 on both stores. Only assistant replies count as a bot's quality; ``bias.user_group`` findings sit
@@ -131,7 +132,8 @@ ORDER BY 1, 2
 """, (("time", "time"), ("metric", "string"), ("emotion_alignment", "number")), "time_series")
 
 def _top_phrases(label: str) -> SqlQuery:
-    """The bot's most widespread repeated phrases of one repetition label, flagged or not."""
+    """The bot's most widespread repeated phrases of one repetition label, flagged or not, over
+    the whole days (``phrase_rollups`` counts per day) that start in the range."""
     return SqlQuery(f"""
 SELECT MIN(phrase) AS phrase, bot_id AS bot, MAX(max_share) AS share,
        CAST(SUM(n) AS BIGINT) AS replies
@@ -218,9 +220,10 @@ ORDER BY 1, 2
 # that the two sides are disjoint samples: the report's interval is the bootstrap interval of
 # exactly this difference (pipeline/report/comparisons.py).
 #
-# Both sides read rollups: the base (all the bot's replies) ``rollups``, the group side
-# ``group_rollups`` (a reply counts in the hour it was written, once per group its user turn
-# mentions).
+# Both sides read rollups: the base (all the bot's replies) ``rollups`` by the hour, the group
+# side ``group_rollups`` by the day (a reply counts on the day it was written, once per group
+# its user turn mentions; the days that start in the range): the two cover the same replies on
+# a range of whole days, which the dashboard opens on and the report reads.
 EMPATHY_GAP = SqlQuery("""
 WITH base AS (
   SELECT bot_id, SUM(total) AS total, CAST(SUM(n) AS BIGINT) AS n FROM rollups

@@ -139,5 +139,6 @@ def build() -> Json:
                      default_source=POSTGRES,
                      description="Weekly view of empathy, repetition, toxicity, bias, "
                                  "manipulation and PII per bot, from the chatmon store.",
-                     time_from="now-30d", tags=("chatmon", "quality"),
+                     # whole days: the phrase and empathy-gap panels count per day
+                     time_from="now-30d/d", tags=("chatmon", "quality"),
                      variables=(textbox_variable("conversation", "Conversation id"),))

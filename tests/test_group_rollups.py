@@ -1,5 +1,5 @@
 """The empathy gap's rollup (``group_rollups``, issue 41): a reply answering a user turn that
-mentions a group counts once per group, in the hour of the reply, whichever of the two turns
+mentions a group counts once per group, on the day of the reply, whichever of the two turns
 is written first, however the turns are batched, however often they are replayed, and however
 many findings name the group; deleting conversations on request, a turn per batch, takes
 exactly their pairs out. Compared with the pairs counted from the rows in Python, on SQLite and
@@ -19,7 +19,7 @@ from pipeline.lifecycle.purge import Purger, Request
 from pipeline.store import db
 from pipeline.store.deletions import CONVERSATION
 from pipeline.store.models import GroupRollupRow
-from pipeline.store.rollups import hour_of
+from pipeline.store.rollups import day_of
 from pipeline.store.sink import Sink, stable_id
 from tests.dashboards.seed import rows
 
@@ -35,7 +35,7 @@ def engine(store_url: str) -> Iterator[Engine]:
 
 
 def expected(findings: list[dict[str, Any]]) -> dict[Key, tuple[int, float]]:
-    """The pairs counted from the rows: (reply hour, tenant, bot, model, category, group) ->
+    """The pairs counted from the rows: (reply day, tenant, bot, model, category, group) ->
     (replies, sum of their empathy scores)."""
     groups: dict[tuple[str, int], set[tuple[str, str]]] = defaultdict(set)
     for f in findings:
@@ -47,7 +47,7 @@ def expected(findings: list[dict[str, Any]]) -> dict[Key, tuple[int, float]]:
         if e["label"] != "empathy.score":
             continue
         for category, group in groups.get((e["conversation_id"], e["turn"] - 1), ()):
-            cell = out[(hour_of(e["ts"]), e["tenant"], e["bot_id"], e["model"], category, group)]
+            cell = out[(day_of(e["ts"]), e["tenant"], e["bot_id"], e["model"], category, group)]
             cell[0] += 1
             cell[1] += e["score"]
     return {k: (int(v[0]), round(v[1], 6)) for k, v in out.items()}
@@ -58,7 +58,7 @@ def stored(engine: Engine) -> dict[Key, tuple[int, float]]:
     with engine.connect() as conn:
         got = conn.execute(select(g.bucket, g.tenant, g.bot_id, g.model, g.category,
                                   g.user_group, g.n, g.total)).all()
-    return {(hour_of(b), t, bot, m, c, grp): (n, round(total, 6))
+    return {(day_of(b), t, bot, m, c, grp): (n, round(total, 6))
             for b, t, bot, m, c, grp, n, total in got}
 
 

@@ -47,14 +47,16 @@ def test_default_window_is_the_7_days_ending_at_the_newest_turn(store: tuple[str
                                                                  tmp_path: Path) -> None:
     _, engine = store
     window = default_window(engine)
-    # the newest turn is at 18:08: the window ends at the next whole hour (rollups are hourly)
-    assert window.end == datetime(2026, 11, 20, 19, 0, tzinfo=UTC)
+    # the newest turn is at 18:08: the window ends at the next midnight (UTC): the phrase and
+    # user-group rollups count whole days
+    assert window.end == datetime(2026, 11, 21, 0, 0, tzinfo=UTC)
     assert window.end - window.start == timedelta(days=7)
     assert window.previous() == Window(window.start - timedelta(days=7), window.start)
     empty = db.make_engine(f"sqlite:///{tmp_path / 'empty.db'}")
     db.upgrade(str(empty.url))
     now = datetime.now(UTC)
-    assert 0 < (default_window(empty).end - now).total_seconds() <= 3600
+    assert 0 < (default_window(empty).end - now).total_seconds() <= 86400
+    assert default_window(empty).end.hour == 0
 
 
 def test_report_is_self_contained(report: Path) -> None:
@@ -72,7 +74,7 @@ def test_report_is_self_contained(report: Path) -> None:
 def test_report_shows_every_section(report: Path) -> None:
     html = report.read_text()
     for text in ("Per bot: this week", "Worst conversations", "Data quality", "helpdesk-a",
-                 "care-c", "2026-11-13 19:00 to 2026-11-20 19:00",
+                 "care-c", "2026-11-14 00:00 to 2026-11-21 00:00",
                  "Reviewers against flags, per label"):
         assert text in html
     agreement = html.split('<section id="agreement">', 1)[1].split("</section>", 1)[0]
@@ -116,7 +118,7 @@ def test_report_on_postgresql(postgres_url: str) -> None:
     try:
         seed_store(engine)
         window = default_window(engine)
-        assert window.end == datetime(2026, 11, 20, 19, 0, tzinfo=UTC)
+        assert window.end == datetime(2026, 11, 21, 0, 0, tzinfo=UTC)
         html = render(engine, window)
         assert html.count("Plotly.newPlot") == N_PLOTS
         assert len(re.findall(r'href="#conv-([^"]+)"', html)) == 10

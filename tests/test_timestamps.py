@@ -109,9 +109,9 @@ def test_review_sample_prints_rfc3339_with_zone(store) -> None:  # type: ignore[
 def test_report_window_is_utc_and_ends_after_the_newest_turn(store) -> None:  # type: ignore[no-untyped-def]
     engine = db.make_engine(store)
     window = default_window(engine)
-    # the hour after the newest turn (14:30 UTC): the report's rollups count whole hours
-    assert window.end == datetime(2026, 11, 19, 15, 0, tzinfo=UTC)
-    assert window.end - _instant(TURNS[("tz-west", 1)]) == timedelta(minutes=30)
+    # the midnight (UTC) after the newest turn (14:30 UTC): the report counts whole days
+    assert window.end == datetime(2026, 11, 20, 0, 0, tzinfo=UTC)
+    assert window.end - _instant(TURNS[("tz-west", 1)]) == timedelta(hours=9, minutes=30)
     assert window.end.utcoffset() == timedelta(0)
     other = default_window(engine, until=datetime(2026, 11, 20, 5, 0,
                                                   tzinfo=timezone(timedelta(hours=5))))

@@ -13,8 +13,9 @@ from pipeline.cli.context import Ctx, parse_when, pass_ctx
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("reports/weekly.html"), show_default=True)
 @click.option("--until", default=None,
-              help="End of the window (ISO 8601), rounded up to the hour (the rollups count "
-                   "hours). Default: just after the newest stored turn, else now.")
+              help="End of the window (ISO 8601), rounded up to the day (UTC midnight: "
+                   "the report counts whole days). Default: the end of the newest stored "
+                   "turn's day, else of today.")
 @click.option("--days", type=click.IntRange(1, 366), default=7, show_default=True)
 @click.option("--min-replies", type=click.IntRange(1), default=None,
               help="Groups (bots, models, user groups) with fewer replies are listed as too "

@@ -4,9 +4,10 @@ draws it with plotly; plotly.js is embedded inline, so the file works offline. I
 and their intervals come from the rollups (:mod:`pipeline.report.rollups`): the report reads a
 number of rows that grows with bots, models and weeks, not with turns (issue 41).
 
-The window: the 7 days ending at the hour after the newest stored turn (so a report on an export
-from last month is not empty), or after now when the store has no turns; ``--until``/``--days``
-override, and the end is rounded up to the hour (the rollups count per hour). "Week over week"
+The window: the 7 days ending at the end of the newest stored turn's day (UTC midnight after it,
+so a report on an export from last month is not empty), or of today when the store has no
+turns; ``--until``/``--days`` override, and the end is rounded up to the day (the phrase and
+user-group rollups count per day, the others per hour). "Week over week"
 compares it with the 7 days before. Trends show the 8 ISO weeks up to the end. Only aggregates
 and redacted excerpts appear in the report, never raw text.
 """
@@ -36,6 +37,7 @@ from pipeline.store.models import RollupRow
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 WORST_SHOWN = 10
 HOUR = timedelta(hours=1)
+DAY = timedelta(days=1)
 
 
 @dataclass(frozen=True)
@@ -49,9 +51,9 @@ class Window:
 
 def default_window(engine: Engine, until: datetime | None = None, days: int = 7) -> Window:
     """``days`` days ending at ``until``, else just after the newest stored turn, else now;
-    the end rounded up to the hour (UTC), so that the window is whole hours of rollups. The
-    newest turn's hour is the newest rollup hour with turns (by the rollups' primary key, not
-    a scan of the turns)."""
+    the end rounded up to the day (UTC midnight), so that the window is whole days of rollups
+    (``phrase_rollups`` and ``group_rollups`` count per day). The newest turn's hour is the
+    newest rollup hour with turns (by the rollups' primary key, not a scan of the turns)."""
     if until is None:
         with engine.connect() as conn:
             newest = conn.execute(select(func.max(RollupRow.bucket)).where(
@@ -63,8 +65,8 @@ def default_window(engine: Engine, until: datetime | None = None, days: int = 7)
     if until.tzinfo is None:
         until = until.replace(tzinfo=UTC)
     until = until.astimezone(UTC)  # the report prints its window as UTC
-    hour = until.replace(minute=0, second=0, microsecond=0)
-    until = hour if hour == until else hour + HOUR
+    day = until.replace(hour=0, minute=0, second=0, microsecond=0)
+    until = day if day == until else day + DAY
     return Window(until - timedelta(days=days), until)
 
 

@@ -337,10 +337,10 @@ class RollupRow(Base):
 
 
 class PhraseRollupRow(Base):
-    """The repeated phrases and tactic templates per hour, tenant, bot and label (the
-    top-phrase and template panels): findings, the largest share and reply count seen. The
-    phrase is the already redacted text the finding's evidence holds; ``phrase_key`` is its
-    ``stable_id``."""
+    """The repeated phrases and tactic templates per day (``bucket``, UTC midnight; migration
+    0013), tenant, bot and label (the top-phrase and template panels): findings, the largest
+    share and reply count seen. The phrase is the already redacted text
+    the finding's evidence holds; ``phrase_key`` is its ``stable_id``."""
 
     __tablename__ = "phrase_rollups"
     __table_args__ = (Index("ix_phrase_rollups_label_bucket", "label", "bucket"),)
@@ -357,13 +357,14 @@ class PhraseRollupRow(Base):
 
 
 class GroupRollupRow(Base):
-    """The empathy of the replies that answer a user group's mention, per hour of the reply,
-    tenant, bot, model, category and group (the empathy-gap panel and the report's gap): pairs
-    of a ``bias.user_group`` finding at turn k and an ``empathy.score`` finding at turn k + 1 of
-    the same conversation, how many (``n``) and the sum and sum of squares of the reply's
-    empathy score. The sink adds a pair when its second side is stored, whichever it is
-    (``pipeline/store/rollups.py``). Group and category names come from the bias lexicon,
-    never from the text. Retention leaves them; deletion on request subtracts."""
+    """The empathy of the replies that answer a user group's mention, per day of the reply
+    (UTC midnight; migration 0013), tenant, bot, model, category and group (the empathy-gap
+    panel and the report's gap): pairs of a ``bias.user_group`` finding at turn k and an
+    ``empathy.score`` finding at turn k + 1 of the same conversation, how many (``n``) and the
+    sum and sum of squares of the reply's empathy score. The sink adds a pair when its second
+    side is stored, whichever it is (``pipeline/store/rollups.py``). Group and category names
+    come from the bias lexicon, never from the text. Retention leaves them; deletion on request
+    subtracts."""
 
     __tablename__ = "group_rollups"
     __table_args__ = (Index("ix_group_rollups_bucket", "bucket"),)

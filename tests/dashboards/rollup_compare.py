@@ -18,10 +18,14 @@ PANELS = ("EMPATHY_WEEKLY", "EMPATHY_WEEKS", "MECHANISMS", "MECHANISMS_WEEKLY",
           "STOCK_PHRASES", "NEAR_DUPLICATES", "TEMPLATES", "DIVERSITY_WEEKLY", "HARMS_WEEKLY",
           "EMPATHY_GAP", "WEEK_OVER_WEEK", "BOT_SUMMARY", "WORST_CONVERSATIONS")
 # A conversation counts whole in the worst-conversations list, in the range of its first
-# finding (conversation_rollups), and a gap pair in the hour of its reply (group_rollups); the
+# finding (conversation_rollups), and a gap pair on the day of its reply (group_rollups); the
 # rows counted findings inside the range. The two agree on ranges that split no conversation,
 # so these are compared on those only.
 WHOLE_CONVERSATIONS = ("WORST_CONVERSATIONS", "EMPATHY_GAP")
+# phrase_rollups and group_rollups count per day (migration 0013): these panels count the
+# whole days that start in the range, the rows counted findings inside it; the two agree on
+# day-aligned ranges.
+WHOLE_DAYS = ("STOCK_EMPATHY", "STOCK_PHRASES", "TEMPLATES", "EMPATHY_GAP")
 TOLERANCE = 1e-9
 
 
@@ -69,8 +73,9 @@ def compare_panels(engine: Engine, ranges: list[tuple[datetime, datetime]]) -> d
         assert t_from.minute == t_to.minute == t_from.second == t_to.second == 0
         whole = not (splits_a_conversation(engine, t_from)
                      or splits_a_conversation(engine, t_to))
+        days = t_from.hour == t_to.hour == 0
         for name in PANELS:
-            if name in WHOLE_CONVERSATIONS and not whole:
+            if (name in WHOLE_CONVERSATIONS and not whole) or (name in WHOLE_DAYS and not days):
                 continue
             new = sqlrun.run(engine, getattr(queries, name).sql, t_from, t_to).records()
             old = sqlrun.run(engine, getattr(row_queries, name).sql, t_from, t_to).records()
@@ -83,12 +88,19 @@ def hour(when: datetime) -> datetime:
     return when.replace(minute=0, second=0, microsecond=0)
 
 
+def day(when: datetime) -> datetime:
+    return hour(when).replace(hour=0)
+
+
 def ranges_over(start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
-    """The whole span, a week-aligned week, and two ranges cut at odd hours inside it."""
-    lo, hi = hour(start) - timedelta(days=7), hour(end) + timedelta(days=8)
-    monday = hour(start) - timedelta(days=start.weekday(), hours=start.hour) + timedelta(days=7)
+    """The whole span and a week-aligned week, three days inside it (day-aligned), and two
+    ranges cut at odd hours inside it."""
+    lo, hi = day(start) - timedelta(days=7), day(end) + timedelta(days=8)
+    monday = day(start) - timedelta(days=start.weekday()) + timedelta(days=7)
     span = end - start
+    middle = day(start + span * 0.4)
     return [(lo, hi), (monday, monday + timedelta(days=7)),
+            (middle, middle + timedelta(days=3)),
             (hour(start + span * 0.2) + timedelta(hours=5),
              hour(start + span * 0.7) + timedelta(hours=7)),
             (hour(start + span * 0.45) + timedelta(hours=13), hi)]

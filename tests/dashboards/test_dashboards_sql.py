@@ -64,7 +64,9 @@ def _is_kind(value: Any, kind: str) -> bool:
 
 
 def _run(engine: Engine, query: SqlQuery) -> sqlrun.Result:
-    return sqlrun.run(engine, query.sql, START, END, conversation="conv-0004")
+    """The query over the whole days the seed spans (the phrase and user-group panels count
+    whole days)."""
+    return sqlrun.run(engine, query.sql, START.replace(hour=0), END, conversation="conv-0004")
 
 
 def test_every_sql_panel_is_a_known_query() -> None:

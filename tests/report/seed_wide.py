@@ -36,7 +36,7 @@ from tests.dashboards.seed import (
     judge_rows,
 )
 
-END = datetime(2026, 11, 20, 18, tzinfo=UTC)
+END = datetime(2026, 11, 21, tzinfo=UTC)  # a midnight: the report counts whole days
 WEEK = timedelta(days=7)
 BOTS = ("helpdesk-north-01", "billing-assist-02", "payments-concierge-03", "returns-desk-04",
         "travel-rebooking-05", "insurance-claims-06", "telecom-support-07", "utilities-help-08",
