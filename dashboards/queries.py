@@ -286,11 +286,18 @@ LIMIT 20
 """, (("conversation_id", "string"), ("bot", "string"), ("started", "time"),
       ("flagged_findings", "number"), ("empathy", "number"), ("repetition", "number")))
 
-# A drill-down on rows: one conversation's findings, by the (conversation_id, turn) index.
+# A drill-down on rows: one conversation's findings, by the (conversation_id, turn) index,
+# within the conversation's time span (its conversation_rollups row: its first and last
+# finding), so that PostgreSQL probes the index of those days' partitions only, not of every
+# day the store keeps.
 CONVERSATION = SqlQuery("""
 SELECT turn, role, label, score, excerpt
 FROM findings
 WHERE conversation_id = ${conversation:sqlstring} AND (flagged OR label = 'empathy.score')
+  AND ts >= (SELECT started FROM conversation_rollups
+             WHERE conversation_id = ${conversation:sqlstring})
+  AND ts <= (SELECT "last" FROM conversation_rollups
+             WHERE conversation_id = ${conversation:sqlstring})
 ORDER BY turn, label
 """, (("turn", "number"), ("role", "string"), ("label", "string"), ("score", "number"),
       ("excerpt", "string")))

@@ -119,6 +119,10 @@ class FindingRow(Base):
         Index("ix_findings_conversation", "conversation_id", "turn"),
         Index("ix_findings_model_ts", "model", "ts"),  # chatmon compare, findings --model
         Index("ix_findings_label_ts", "label", "ts"),  # drill-downs of one label (empathy gap)
+        # The judge's findings alone (a budgeted sample): the agreement panel reads them by
+        # time at the cost of the judged replies, not of the day partitions' other findings.
+        Index("ix_findings_judge_ts", "ts", postgresql_where=text("detector = 'judge'"),
+              sqlite_where=text("detector = 'judge'")),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
