@@ -390,7 +390,8 @@ ORDER BY label
 # agreement: the same level, or within one on scales of five levels or more (agrees); kappa:
 # quadratic-weighted, from the marginals (for two levels it is Cohen's). x, y are the two
 # ratings as positions in [0, 1]. Reads rows: judge findings are few (the judge samples
-# replies), each joined to its turn's classifier finding by the turn_id index.
+# replies), read by their partial index, each joined to its turn's classifier finding by the
+# turn_id index of the turn's own day partition (a finding has its turn's ts).
 JUDGE_AGREEMENT_WEEKLY = SqlQuery(f"""
 WITH r AS (
   SELECT date_trunc('week', j.ts) AS week,
@@ -400,7 +401,8 @@ WITH r AS (
          CAST(j.evidence->>'rating' AS {NUM}) AS jr,
          CAST(c.evidence->>'level' AS {NUM}) AS cl, c.score AS cs
   FROM findings j
-  JOIN findings c ON c.turn_id = j.turn_id AND c.label = j.evidence->>'compare_to'
+  JOIN findings c ON c.turn_id = j.turn_id AND c.ts = j.ts
+                 AND c.label = j.evidence->>'compare_to'
   WHERE j.detector = 'judge' AND c.detector <> 'judge' AND $__timeFilter(j.ts)
 ), p AS (
   SELECT week, metric, jr, CASE WHEN hi - lo >= 4 THEN 1 ELSE 0 END AS tol,

@@ -138,6 +138,30 @@ def test_the_judge_panel_reads_the_judge_findings_by_their_partial_index(
     assert set(judge_side) <= judge_indexes, judge_side
 
 
+def test_each_judge_finding_meets_its_classifier_finding_in_one_partition(
+        engine: Engine) -> None:
+    """The classifier side is looked up in the judged turn's day partition only (pruned per
+    judge finding as the query runs), not in every partition of the store. Hash and merge
+    joins priced out: a large store joins its few judge findings by a nested loop."""
+    from dashboards.queries import JUDGE_AGREEMENT_WEEKLY
+
+    sql = "EXPLAIN (ANALYZE, FORMAT JSON) " + sqlrun.expand(JUDGE_AGREEMENT_WEEKLY.sql,
+                                                            "postgresql")
+    with engine.begin() as conn:
+        judged = conn.execute(text("SELECT COUNT(*) FROM findings WHERE detector = 'judge'"
+                                   )).scalar_one()
+        for kind in ("seqscan", "bitmapscan", "hashjoin", "mergejoin"):
+            conn.execute(text(f"SET LOCAL enable_{kind} = off"))
+        found = conn.execute(text(sql), {"t_from": START, "t_to": END + timedelta(hours=1)}
+                             ).scalar_one()
+    top = (json.loads(found) if isinstance(found, str) else found)[0]["Plan"]
+    classifier = [n for n in _nodes(top) if n.get("Relation Name", "").startswith("findings_p")
+                  and n.get("Alias", "").startswith("c")]
+    probes = sum(n.get("Actual Loops", 0) for n in classifier)
+    assert judged > 0 and len(classifier) > 1  # more than one day to choose from
+    assert 0 < probes <= judged, (probes, judged, len(classifier))
+
+
 def test_one_conversation_reads_only_the_partitions_of_its_days(engine: Engine) -> None:
     """The conversation drill-down probes the (conversation_id, turn) index of the day
     partitions its conversation spans (``conversation_rollups``' first and last finding,
