@@ -5,12 +5,12 @@ PostgreSQL dialect with Grafana's ``$__timeFilter(col)`` macro; weeks are ISO we
 rollups the sink writes with the rows (``rollups``, ``phrase_rollups``,
 ``conversation_rollups``; ``pipeline/store/rollups.py``, docs/dashboards.md): their cost
 grows with hours x bots x labels, not with findings, and they resolve time to the hour (a range
-that starts or ends inside an hour counts that whole hour; the phrase panels to the day: they
-count the whole days that start in the range). Only drill-downs read rows, by index
-and with a limit; each says so. :mod:`dashboards.sqlrun` expands the macro into
-bound parameters and translates the two PostgreSQL-only spellings for SQLite, so every query runs
-on both stores. Only assistant replies count as a bot's quality; ``bias.user_group`` findings sit
-on user turns and are used for the empathy gap only.
+that starts or ends inside an hour counts that whole hour; the phrase panels and the empathy
+gap's group side to the day: they count the whole days that start in the range). Only
+drill-downs read rows, by index and with a limit; each says so. :mod:`dashboards.sqlrun`
+expands the macro into bound parameters and translates the two PostgreSQL-only spellings for
+SQLite, so every query runs on both stores. Only assistant replies count as a bot's quality;
+``bias.user_group`` findings sit on user turns and are used for the empathy gap only.
 """
 
 from __future__ import annotations

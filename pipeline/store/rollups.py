@@ -145,6 +145,9 @@ def aggregate(turns: Iterable[Mapping[str, Any]], findings: Iterable[Mapping[str
             h = hours[ts] = hour_of(ts)
         return h
 
+    def day(ts: datetime) -> datetime:  # day_of(ts), from the hour cache
+        return hour(ts).replace(hour=0)
+
     for t in turns:
         add((hour(t["ts"]), t["tenant"], t["bot_id"], t["model"], t["role"], "", "", ""), 1, 0)
     by_turn: dict[str, list[Mapping[str, Any]]] = {}
@@ -160,14 +163,14 @@ def aggregate(turns: Iterable[Mapping[str, Any]], findings: Iterable[Mapping[str
             if v is not None:
                 add((*dims, f["detector"], f["label"], measure), 1, 0, v, v * v)
         if f["label"] in PHRASES:
-            _phrase(phrases, f, dims[0].replace(hour=0))
+            _phrase(phrases, f, day(f["ts"]))
         _conversation(conversations, f)
     for tid, rows in by_turn.items():
         _turn_measures(add, rows, (prior or {}).get(tid, ()))
     groups: dict[tuple[Any, ...], list[float]] = {}
     for reply, category, group in pairs:
-        key = (hour(reply["ts"]).replace(hour=0), reply["tenant"], reply["bot_id"],
-               reply["model"], category, group)
+        key = (day(reply["ts"]), reply["tenant"], reply["bot_id"], reply["model"], category,
+               group)
         score = float(reply["score"])
         cell = groups.setdefault(key, [0, 0.0, 0.0])
         cell[0] += 1

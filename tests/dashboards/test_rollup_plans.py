@@ -42,12 +42,22 @@ def engine(postgres_url: str) -> Iterator[Engine]:
     engine.dispose()
 
 
+def _nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", ()):
+        yield from _nodes(child)
+
+
 def scans(plan: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
     """(node type, relation, index) of every node of ``plan`` that reads a relation."""
-    if "Relation Name" in plan:
-        yield plan["Node Type"], plan["Relation Name"], plan.get("Index Name", "")
-    for child in plan.get("Plans", ()):
-        yield from scans(child)
+    for node in _nodes(plan):
+        if "Relation Name" in node:
+            yield node["Node Type"], node["Relation Name"], node.get("Index Name", "")
+
+
+def _top(found: Any) -> dict[str, Any]:
+    """The top node of an ``EXPLAIN (FORMAT JSON)`` answer (text or parsed, by driver)."""
+    return (json.loads(found) if isinstance(found, str) else found)[0]["Plan"]
 
 
 def plan(conn: Connection, sql: str, params: Any, *priced_out: str,
@@ -60,7 +70,7 @@ def plan(conn: Connection, sql: str, params: Any, *priced_out: str,
     explain = "EXPLAIN (FORMAT JSON) " + sql
     found = (conn.exec_driver_sql(explain, params) if driver_sql
              else conn.execute(text(explain), params)).scalar_one()
-    return (json.loads(found) if isinstance(found, str) else found)[0]["Plan"]
+    return _top(found)
 
 
 def rollup_scans(found: dict[str, Any]) -> list[tuple[str, str]]:
@@ -154,7 +164,7 @@ def test_each_judge_finding_meets_its_classifier_finding_in_one_partition(
             conn.execute(text(f"SET LOCAL enable_{kind} = off"))
         found = conn.execute(text(sql), {"t_from": START, "t_to": END + timedelta(hours=1)}
                              ).scalar_one()
-    top = (json.loads(found) if isinstance(found, str) else found)[0]["Plan"]
+    top = _top(found)
     classifier = [n for n in _nodes(top) if n.get("Relation Name", "").startswith("findings_p")
                   and n.get("Alias", "").startswith("c")]
     probes = sum(n.get("Actual Loops", 0) for n in classifier)
@@ -176,14 +186,9 @@ def test_one_conversation_reads_only_the_partitions_of_its_days(engine: Engine) 
         found = conn.execute(text(sql), {"conversation": cid}).scalar_one()
         rows = conn.execute(text(sqlrun.expand(CONVERSATION.sql, "postgresql")),
                             {"conversation": cid}).all()
-    top = (json.loads(found) if isinstance(found, str) else found)[0]["Plan"]
+    top = _top(found)
     partitions = [n for n in _nodes(top) if n.get("Relation Name", "").startswith("findings_p")]
     ran = [n for n in partitions if n.get("Actual Loops", 0) > 0]
     assert rows and len(partitions) > days  # the store has more days than the conversation
     assert 1 <= len(ran) <= days, [n["Relation Name"] for n in ran]
 
-
-def _nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield plan
-    for child in plan.get("Plans", ()):
-        yield from _nodes(child)
