@@ -111,6 +111,44 @@ def test_a_head_offset_missing_for_the_stall_time_is_read_again(
     assert consumer._filter_committable_offsets([TURNS]) == {TURNS: 12}
 
 
+def test_a_partitions_dropped_tail_is_read_again(consumer: offsets.ContiguousConsumer,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fetch took a partition's last events (10-19) and faust dropped them around a
+    rebalance: no later event arrives to show the gap, so only the idle partition behind its
+    highwater tells. It is read again from its committed offset once nothing of it has been on
+    its way to a stage for the stall time, and not while a stage still holds an event."""
+    consumer._committed_offset[TURNS] = 10
+    highwater = {TURNS: 20}
+    monkeypatch.setattr(consumer, "highwater", highwater.get)
+    asyncio.run(consumer._reread_stalled(100.0))  # first seen: its fetch may just be starting
+    asyncio.run(consumer._reread_stalled(100.0 + consumer.stall_s - 1))
+    assert consumer.seeks == []  # type: ignore[attr-defined]
+    taken = message(10)
+    consumer._unacked_messages.add(taken)  # a stage took it and works on it
+    asyncio.run(consumer._reread_stalled(100.0 + consumer.stall_s))
+    assert consumer.seeks == []  # type: ignore[attr-defined]
+    consumer._unacked_messages.discard(taken)  # dropped: faust skipped it as stale
+    asyncio.run(consumer._reread_stalled(100.0 + consumer.stall_s))
+    assert consumer.seeks == [(TURNS, 10)] and consumer.rereads == 1  # type: ignore[attr-defined]
+    asyncio.run(consumer._reread_stalled(100.0 + consumer.stall_s + 1))
+    assert len(consumer.seeks) == 1  # type: ignore[attr-defined]  # once per stall time
+
+
+def test_a_partition_processed_to_its_highwater_is_not_read_again(
+        consumer: offsets.ContiguousConsumer, monkeypatch: pytest.MonkeyPatch) -> None:
+    consumer._committed_offset[TURNS] = 10
+    highwater = {TURNS: 12}
+    monkeypatch.setattr(consumer, "highwater", highwater.get)
+    for offset in (10, 11):  # processed, not yet committed
+        consumer.ack(message(offset))
+    for now in (100.0, 100.0 + 2 * consumer.stall_s):
+        asyncio.run(consumer._reread_stalled(now))
+    consumer._committed_offset.update(consumer._filter_committable_offsets([TURNS]))  # commit
+    assert not consumer._acked[TURNS]
+    asyncio.run(consumer._reread_stalled(100.0 + 4 * consumer.stall_s))
+    assert consumer._committed_offset[TURNS] == 12 and consumer.seeks == []  # type: ignore[attr-defined]
+
+
 def test_events_behind_a_missing_offset_are_held_back_and_read_again(
         consumer: offsets.ContiguousConsumer) -> None:
     """faust's stream drops an event around a rebalance and the ones behind it reach the stage:

@@ -21,10 +21,13 @@ contiguous and a jump always means skipped events. ``ContiguousConsumer`` theref
 next offset it expects per partition and, when a fetch jumps ahead, drops the rest of that
 partition's fetched records and seeks back to the expected offset; it withholds commits while
 the head offset is unacknowledged, and reads the partition again from that offset when it is
-still missing ``stall_s`` after later ones were processed; it does not count acknowledgements
-of events fetched in an earlier generation (faust acknowledges the stale events it skips); and
-it seeks partitions without a committed offset to the start of the log. Events are re-read,
-never skipped: writes are idempotent, so a re-read costs time, not correctness.
+still missing ``stall_s`` after later ones were processed, or when the partition has events
+past its committed offset and none of them has been on its way to a stage for ``stall_s`` (a
+fetch took and faust dropped the partition's last events around a rebalance, so no later event
+shows the gap: tests/deploy/test_workers.py stopped at 313 of 320 turns); it does not count
+acknowledgements of events fetched in an earlier generation (faust acknowledges the stale
+events it skips); and it seeks partitions without a committed offset to the start of the log.
+Events are re-read, never skipped: writes are idempotent, so a re-read costs time, not correctness.
 
 Order matters too: a conversation's context is built turn by turn, so a turn processed before
 the one ahead of it in its partition would see a shorter history. faust's stream drops events
@@ -70,6 +73,7 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
         self._order = OrderGate()  # which fetched events a stage may process now
         self._held: weakref.WeakSet[Message] = weakref.WeakSet()  # held back by admit()
         self._sought: dict[TP, tuple[int, float]] = {}  # last seek admit() made, and when
+        self._delivered: dict[TP, float] = {}  # when an event was last delivered or sought
         self.rereads = 0  # seek-backs and stall re-reads (/health offset_rereads)
         super().__init__(*args, **kwargs)
 
@@ -109,10 +113,12 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
         await super().seek(partition, offset)
         if self._contiguous(partition):
             self._expected[partition] = offset
+            self._delivered[partition] = time.monotonic()  # its events are on their way
 
     async def on_partitions_revoked(self, revoked: set[TP]) -> None:
         for tp in revoked:
-            for state in (self._expected, self._floor, self._stalled, self._sought):
+            for state in (self._expected, self._floor, self._stalled, self._sought,
+                          self._delivered):
                 state.pop(tp, None)
             self._order.forget(tp)
         await super().on_partitions_revoked(revoked)
@@ -147,6 +153,7 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
                 continue
             if read is None or offset >= read:  # faust delivers it (it drops older offsets)
                 self._expected[tp] = offset + 1
+            self._delivered[tp] = time.monotonic()
             yield tp, message
 
     def ack(self, message: Message) -> bool:
@@ -202,6 +209,25 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
                 return int(head)
         return None
 
+    def _dropped_tail(self, tp: TP, now: float) -> int | None:
+        """The committed offset when the partition has events past it (the fetch highwater)
+        and none of them is on its way to a stage: none of the partition acknowledged since the
+        commit, none of its topic taken by a stage and not yet acknowledged, none delivered or
+        sought for ``stall_s``. A stage taking events acknowledges them batch by batch, so this
+        holds only for events a fetch took and faust dropped."""
+        if not self._contiguous(tp) or self._acked.get(tp):
+            return None
+        head = self._committed_offset.get(tp)
+        head = self._floor.get(tp) if head is None else head
+        highwater = self.highwater(tp)
+        if head is None or highwater is None or highwater <= head:
+            return None
+        if now - self._delivered.get(tp, now) < self.stall_s:
+            return None
+        if any(m.tp.topic == tp.topic and not m.acked for m in list(self._unacked_messages)):
+            return None
+        return int(head)
+
     def _new_offset(self, tp: TP) -> int | None:
         """Commit only a run of acknowledged offsets that starts at the committed offset."""
         if self._missing_head(tp) is not None:
@@ -215,7 +241,17 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
 
     async def _reread_stalled(self, now: float) -> None:
         """Read a partition again from its committed offset when that event has been missing
-        for ``stall_s`` while later ones were processed: it was lost between fetch and stage."""
+        for ``stall_s`` while later ones were processed, or when the events past it were
+        dropped with none after them (``_dropped_tail``): lost between fetch and stage."""
+        for tp in sorted(self.assignment()):
+            self._delivered.setdefault(tp, now)  # assigned now: its fetch starts
+            head = self._dropped_tail(tp, now)
+            if head is not None:
+                self.rereads += 1
+                log.warning("%s[%d]: offsets from %d were fetched but never reached the stage; "
+                            "reading again from it", tp.topic, tp.partition, head)
+                await self.seek(tp, head)
+                self._delivered[tp] = now
         for tp in list(self._acked):
             head = self._missing_head(tp)
             if head is None:
