@@ -62,14 +62,16 @@ def test_two_worker_containers_one_sigkilled_mid_stream_lose_no_turn(
     a, b = container_workers(env, "a"), container_workers(env, "b")
     wait_until(lambda: balanced(a, b, names.turns), 120, "both workers to hold partitions")
     path = write_jsonl(tmp_path / "t.jsonl", make_turns(CONVERSATIONS))
-    kill_mid_stream(env, path, RATE, a, 10, lambda: container_workers(env, "a-restarted"))
+    c = kill_mid_stream(env, path, RATE, a, 10, lambda: container_workers(env, "a-restarted"))
     n = 4 * CONVERSATIONS
     try:
         wait_until(lambda: all_stored(postgres_url, n), 300, "every turn stored")
     except AssertionError as exc:
-        raise AssertionError(f"{exc}: stored {db_counts(postgres_url)}, survivor's partitions "
-                             f"{sorted(turn_partitions(b, names.turns))}, its /health "
-                             f"{b.stats()}") from None
+        raise AssertionError(
+            f"{exc}: stored {db_counts(postgres_url)}; survivor's partitions "
+            f"{sorted(turn_partitions(b, names.turns))}, {b.describe()}; restarted worker's "
+            f"partitions {sorted(turn_partitions(c, names.turns))}, {c.describe()}; killed "
+            f"worker's {a.describe()}") from None
     counts = db_counts(postgres_url)
     assert counts["turns"] == counts["distinct_turns"] == n
     assert counts["window_turns"] == counts["windows"] == n // 2  # stage 2 saw every reply once

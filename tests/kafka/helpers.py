@@ -15,11 +15,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTITIONS = 4
 CHATMON = (sys.executable, "-c", "from pipeline.cli import main; main()")
+W = TypeVar("W", bound="Worker")
 
 
 def free_port() -> int:
@@ -152,6 +153,12 @@ class Worker:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:]
 
+    def describe(self) -> str:
+        """What a failure message needs of this worker: its /health and its log's warnings."""
+        lines = [line for line in self.log_path.read_text(errors="replace").splitlines()
+                 if "WARNING" in line or "ERROR" in line]
+        return f"/health {self.stats()}, log:\n" + "\n".join(lines[-30:])
+
 
 def all_stored(url: str, turns: int) -> bool:
     """Every turn stored and stage 2's window finding on every assistant turn."""
@@ -171,11 +178,11 @@ def balanced(a: Worker, b: Worker, topic: str) -> bool:
 
 
 def kill_mid_stream(env: dict[str, str], path: Path, rate: int, victim: Worker, after: int,
-                    restart: Callable[[], object]) -> None:
+                    restart: Callable[[], W]) -> W:
     """Produce ``path`` at ``rate`` turns/s; once ``victim`` has taken ``after`` turns, SIGKILL
     it while turns are still produced and ``restart`` a worker at once (two rebalances in quick
     succession, the case where faust alone skipped events: pipeline/kafka/offsets.py); return
-    when everything was produced."""
+    the restarted worker when everything was produced."""
     producer = subprocess.Popen([*CHATMON, "produce", str(path), "--rate", str(rate),
                                  "--no-progress"], env=env, cwd=ROOT,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -184,8 +191,9 @@ def kill_mid_stream(env: dict[str, str], path: Path, rate: int, victim: Worker, 
                    "the victim worker to be mid-stream")
         victim.kill()
         assert producer.poll() is None, "the kill should happen while turns are still produced"
-        restart()
+        restarted = restart()
         assert producer.wait(120) == 0
+        return restarted
     finally:
         if producer.poll() is None:
             producer.kill()

@@ -122,10 +122,16 @@ def test_sigkill_mid_stream_loses_nothing_and_stores_nothing_twice(
     env = _env(kafka_bootstrap, names, postgres_url)
     a, b = workers(env, "a"), workers(env, "b")
     wait_until(lambda: balanced(a, b, names.turns), 60, "both workers to hold partitions")
-    path = write_jsonl(tmp_path / "t.jsonl", make_turns(300))  # 1200 turns at 200/s: 6 s
-    kill_mid_stream(env, path, 200, a, 100, lambda: workers(env, "a-restarted"))
+    # 1200 turns at 100/s: 12 s, so that the kill (after the victim's first 100) comes while
+    # turns are still produced also on a slow machine (6 s at 200/s was too short for one)
+    path = write_jsonl(tmp_path / "t.jsonl", make_turns(300))
+    c = kill_mid_stream(env, path, 100, a, 100, lambda: workers(env, "a-restarted"))
     # after a SIGKILL the group needs a few rebalances on tansu; slow under load, so wait long
-    wait_until(lambda: all_stored(postgres_url, 1200), 300, "all results")
+    try:
+        wait_until(lambda: all_stored(postgres_url, 1200), 300, "all results")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: stored {db_counts(postgres_url)}; survivor's "
+                             f"{b.describe()}; restarted worker's {c.describe()}") from None
     counts = db_counts(postgres_url)
     assert counts["turns"] == counts["distinct_turns"] == 1200
     assert counts["windows"] == counts["window_turns"] == 600
