@@ -306,6 +306,7 @@ class PurgeRow(Base):
 # What the panels and the report read of a rollup row beside its index key (and the tenant,
 # which none of them groups by, left out).
 ROLLUP_INCLUDE = ("role", "bot_id", "model", "detector", "n", "flagged", "total", "total_sq")
+ROLLUP_TURNS_INCLUDE = ("bot_id", "n", "flagged")
 
 
 class RollupRow(Base):
@@ -324,6 +325,12 @@ class RollupRow(Base):
         # index (an index-only scan), so their cost follows the rows they need, not the table.
         Index("ix_rollups_label_bucket", "label", "measure", "bucket",
               postgresql_include=list(ROLLUP_INCLUDE)),
+        # The turn counts alone (label ''), keyed down to the detector and narrow: the harm and
+        # bot-summary panels read a bot's replies and its flagged ones from an eighth of the
+        # pages the wide index above holds for them, which counts when they are cold.
+        Index("ix_rollups_turns", "measure", "role", "detector", "bucket",
+              postgresql_include=list(ROLLUP_TURNS_INCLUDE),
+              postgresql_where=text("label = ''"), sqlite_where=text("label = ''")),
     )
 
     bucket: Mapped[datetime] = mapped_column(primary_key=True)

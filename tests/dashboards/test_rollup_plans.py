@@ -86,10 +86,29 @@ def test_every_panel_reads_the_rollups_by_an_index_only_scan(engine: Engine) -> 
             if "FROM rollups" not in sql:
                 continue
             found = rollup_scans(plan(conn, sqlrun.expand(sql, "postgresql"), params))
-            assert found and set(found) == {("Index Only Scan", "ix_rollups_label_bucket")}, (
+            assert found and set(found) <= {("Index Only Scan", "ix_rollups_label_bucket"),
+                                            ("Index Only Scan", "ix_rollups_turns")}, (
                 name, found)
             read += 1
     assert read >= 12  # the trend panels, the gap's base side, the bot summary...
+
+
+def test_the_harm_panels_read_the_flagged_replies_off_the_narrow_turns_index(
+        engine: Engine) -> None:
+    """A bot's flagged replies per harm detector come from ``ix_rollups_turns`` (keyed down to
+    the role and detector, three columns wide), not from the wide index keyed only to the
+    measure, where they lie among every detector's and role's turn rows: at 1M turns, cold,
+    2,797 pages against 356 (migration 0015)."""
+    from dashboards import queries as q
+
+    params = {"t_from": START, "t_to": END + timedelta(hours=1)}
+    with engine.begin() as conn:
+        for name in ("HARMS_WEEKLY", "WEEK_OVER_WEEK", "BOT_SUMMARY"):
+            found = plan(conn, sqlrun.expand(getattr(q, name).sql, "postgresql"), params)
+            flagged = [node for node in _nodes(found) if node.get("Relation Name") == "rollups"
+                       and "'turns'" in node.get("Index Cond", "")]
+            assert flagged and {n.get("Index Name") for n in flagged} == {"ix_rollups_turns"}, (
+                name, list(scans(found)))
 
 
 def test_the_reports_rollups_are_read_by_an_index_only_scan(engine: Engine) -> None:
