@@ -200,11 +200,15 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
                 await self.seek(tp, offset)
         return out
 
+    def _head(self, tp: TP) -> int | None:
+        """The partition's committed offset, or its log start when nothing is committed."""
+        return self._committed_offset.get(tp) or self._floor.get(tp)
+
     def _missing_head(self, tp: TP) -> int | None:
         """The committed offset when it is unacknowledged while later offsets are."""
         acked = self._acked.get(tp)
         if acked and self._contiguous(tp):
-            head = self._committed_offset.get(tp) or self._floor.get(tp)
+            head = self._head(tp)
             if head is not None and min(acked) > head:
                 return int(head)
         return None
@@ -215,10 +219,9 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
         commit, none of its topic taken by a stage and not yet acknowledged, none delivered or
         sought for ``stall_s``. A stage taking events acknowledges them batch by batch, so this
         holds only for events a fetch took and faust dropped."""
-        if not self._contiguous(tp) or self._acked.get(tp):
+        if self._acked.get(tp):
             return None
-        head = self._committed_offset.get(tp)
-        head = self._floor.get(tp) if head is None else head
+        head = self._head(tp)
         highwater = self.highwater(tp)
         if head is None or highwater is None or highwater <= head:
             return None
@@ -243,7 +246,7 @@ class ContiguousConsumer(faust_aiokafka.Consumer):
         """Read a partition again from its committed offset when that event has been missing
         for ``stall_s`` while later ones were processed, or when the events past it were
         dropped with none after them (``_dropped_tail``): lost between fetch and stage."""
-        for tp in sorted(self.assignment()):
+        for tp in sorted(tp for tp in self.assignment() if self._contiguous(tp)):
             self._delivered.setdefault(tp, now)  # assigned now: its fetch starts
             head = self._dropped_tail(tp, now)
             if head is not None:
